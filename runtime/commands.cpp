@@ -1,0 +1,15 @@
+#include "runtime/commands.h"
+
+namespace tachyon {
+
+// Declared here, defined in runtime/cmd_*.cpp. Keep the list in the order
+// `tachyon --help` shows it.
+cli::command_spec make_version_command();
+
+std::vector<cli::command_spec> all_commands() {
+    std::vector<cli::command_spec> out;
+    out.push_back(make_version_command());
+    return out;
+}
+
+}  // namespace tachyon

@@ -1,0 +1,55 @@
+// The tool interface: what an agent can call. A tool has a name, a
+// description and a JSON Schema for its arguments (all shown to the model),
+// flags the runtime uses for scheduling, and an invoke function.
+//
+// invoke() runs on a worker the caller chooses (the runtime's tool pool); it
+// must check `cancel` between units of work and return promptly once it is
+// set. Arguments arrive already validated against parameters_schema().
+// A failure the model should read (no such trace id, bad regex) is an error
+// result with a message written for the model.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "inference/base/result.h"
+
+namespace tachyon::tools {
+
+struct tool_flags {
+    bool read_only = true;   // no side effects: may be run speculatively
+    bool idempotent = true;  // the same arguments give the same result
+};
+
+struct call_context {
+    const std::atomic<bool>* cancel = nullptr;  // set when the call is cancelled or timed out
+    bool cancelled() const { return cancel != nullptr && cancel->load(std::memory_order_relaxed); }
+};
+
+class tool {
+public:
+    virtual ~tool() = default;
+    virtual std::string_view name() const = 0;
+    virtual std::string_view description() const = 0;
+    virtual std::string_view parameters_schema() const = 0;  // JSON Schema, object type
+    virtual tool_flags flags() const { return {}; }
+    // `arguments_json` is a JSON object. Returns the text the model reads.
+    virtual result<std::string> invoke(std::string_view arguments_json, const call_context& ctx) = 0;
+};
+
+// Tools by name. Names are unique; registration order is kept (it is the
+// order tools are listed to the model).
+class registry {
+public:
+    status add(std::shared_ptr<tool> t);
+    std::shared_ptr<tool> find(std::string_view name) const;
+    const std::vector<std::shared_ptr<tool>>& all() const { return tools_; }
+
+private:
+    std::vector<std::shared_ptr<tool>> tools_;
+};
+
+}  // namespace tachyon::tools
