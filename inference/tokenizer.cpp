@@ -75,6 +75,7 @@ struct tokenizer::tables {
     std::unordered_map<uint64_t, merge_rule> merges;  // (left, right) → rank, merged token
     std::array<token_id, 256> byte_token{};         // BPE: byte-level char; SPM: <0xNN>
     std::array<std::vector<token_id>, 256> specials_by_first_byte;  // longest first
+    bool spm_cut_before_space = false;              // SPM: no token holds "x▁" (see encode_spm_text)
     std::vector<std::string> pieces;                // [n_tokens] decoded bytes of each token
     std::vector<uint8_t> eog;                       // [n_tokens] 1: ends generation
 };
@@ -153,6 +154,15 @@ result<tokenizer> tokenizer::create(vocab v) {
             t->merges.emplace(pair_key(l, r), merge_rule{static_cast<uint32_t>(rank), merged});
         }
     } else {
+        t->spm_cut_before_space = true;
+        for (const std::string& text : v.tokens) {
+            for (size_t p = text.find(k_spm_space, 1); p != std::string::npos && t->spm_cut_before_space;
+                 p = text.find(k_spm_space, p + 1)) {
+                const bool after_space = p >= k_spm_space.size() &&
+                                         text.compare(p - k_spm_space.size(), k_spm_space.size(), k_spm_space) == 0;
+                if (!after_space) t->spm_cut_before_space = false;
+            }
+        }
         for (size_t i = 0; i < n; ++i) {
             if (v.types[i] != token_type::byte) continue;
             const int b = parse_byte_token(v.tokens[i]);
@@ -400,12 +410,16 @@ void tokenizer::encode_bpe_text(std::string_view text, std::vector<token_id>& ou
     }
 }
 
-void tokenizer::encode_spm_text(std::string_view raw, std::vector<token_id>& out) const {
-    const vocab& v = *vocab_;
-    const tables& t = *tables_;
-    const std::string text = replace_all(raw, " ", k_spm_space);
+namespace {
 
-    // Symbols start as single UTF-8 characters (an invalid byte alone).
+// SentencePiece BPE of one segment: symbols start as single UTF-8
+// characters (an invalid byte alone); the adjacent pair whose concatenation
+// is the highest-scored token is merged until no pair is a token (leftmost
+// first on ties). Unmatched symbols fall back to <0xNN> byte tokens, else to
+// the unknown token.
+template <class find_fn>
+void spm_merge_segment(std::string_view text, const vocab& v, const std::array<token_id, 256>& byte_token,
+                       const find_fn& find_token, std::vector<token_id>& out) {
     struct symbol {
         uint32_t offset;
         uint32_t n_bytes;  // 0: merged into its left neighbour
@@ -422,7 +436,6 @@ void tokenizer::encode_spm_text(std::string_view raw, std::vector<token_id>& out
         pos += len;
     }
 
-    // Highest score first; on ties the leftmost pair.
     struct bigram {
         float score;
         int left;
@@ -430,11 +443,11 @@ void tokenizer::encode_spm_text(std::string_view raw, std::vector<token_id>& out
         uint32_t n_bytes;
         bool operator<(const bigram& o) const { return score != o.score ? score < o.score : left > o.left; }
     };
-    std::priority_queue<bigram> heap;
+    std::priority_queue<bigram> heap;  // highest score on top
     const auto consider = [&](int left, int right) {
         if (left < 0 || right < 0) return;
         const uint32_t len = symbols[left].n_bytes + symbols[right].n_bytes;
-        const token_id id = find_token(std::string_view(text).substr(symbols[left].offset, len));
+        const token_id id = find_token(text.substr(symbols[left].offset, len));
         if (id == no_token) return;
         heap.push({v.scores.empty() ? 0.0f : v.scores[id], left, right, len});
     };
@@ -456,15 +469,14 @@ void tokenizer::encode_spm_text(std::string_view raw, std::vector<token_id>& out
     }
 
     for (int i = symbols.empty() ? -1 : 0; i >= 0; i = symbols[i].next) {
-        const std::string_view piece = std::string_view(text).substr(symbols[i].offset, symbols[i].n_bytes);
+        const std::string_view piece = text.substr(symbols[i].offset, symbols[i].n_bytes);
         const token_id id = find_token(piece);
         if (id != no_token) {
             out.push_back(id);
             continue;
         }
-        // Byte fallback, else the unknown token.
         for (char c : piece) {
-            const token_id b = t.byte_token[static_cast<uint8_t>(c)];
+            const token_id b = byte_token[static_cast<uint8_t>(c)];
             if (b != no_token) {
                 out.push_back(b);
             } else if (v.unk_id != no_token) {
@@ -473,6 +485,55 @@ void tokenizer::encode_spm_text(std::string_view raw, std::vector<token_id>& out
             }
         }
     }
+}
+
+}  // namespace
+
+void tokenizer::encode_spm_text(std::string_view raw, std::vector<token_id>& out) const {
+    const tables& t = *tables_;
+    const std::string text = replace_all(raw, " ", k_spm_space);
+    const auto find = [this](std::string_view s) { return find_token(s); };
+    if (!t.spm_cut_before_space) {
+        spm_merge_segment(text, *vocab_, t.byte_token, find, out);
+        return;
+    }
+    // No token holds a ▁ after another character, so no merge can cross
+    // the point before a ▁ that follows a non-▁: the segments between such
+    // points are merged alone (same result, small heaps) and, as words
+    // repeat, remembered for this call.
+    struct span_ref {
+        uint32_t begin;
+        uint32_t count;
+    };
+    std::unordered_map<std::string_view, span_ref> cache;
+    std::vector<token_id> store;
+    const std::string_view all(text);
+    const auto emit = [&](std::string_view seg) {
+        if (seg.empty()) return;
+        if (const auto it = cache.find(seg); it != cache.end()) {
+            out.insert(out.end(), store.begin() + it->second.begin,
+                       store.begin() + it->second.begin + it->second.count);
+            return;
+        }
+        const size_t begin = store.size();
+        spm_merge_segment(seg, *vocab_, t.byte_token, find, store);
+        out.insert(out.end(), store.begin() + begin, store.end());
+        if (cache.size() < (1u << 16)) {
+            cache.emplace(seg, span_ref{static_cast<uint32_t>(begin), static_cast<uint32_t>(store.size() - begin)});
+        } else {
+            store.resize(begin);
+        }
+    };
+    size_t seg_start = 0;
+    for (size_t pos = all.find(k_spm_space, 1); pos != std::string_view::npos;
+         pos = all.find(k_spm_space, pos + k_spm_space.size())) {
+        const bool after_space = pos >= k_spm_space.size() &&
+                                 all.substr(pos - k_spm_space.size(), k_spm_space.size()) == k_spm_space;
+        if (after_space) continue;
+        emit(all.substr(seg_start, pos - seg_start));
+        seg_start = pos;
+    }
+    emit(all.substr(seg_start));
 }
 
 // ---- decoding ---------------------------------------------------------------------
