@@ -422,7 +422,11 @@ std::string mask_message(std::string_view message, std::size_t max_len) {
                 ++j;
             }
             std::string_view word = message.substr(i, j - i);
-            if (has_digit && all_hex && word.size() >= 8) out += "<id>";
+            // an HTTP status right after a quoted request ('"POST /x HTTP/1.1" 502') stays
+            bool status = word.size() == 3 && i >= 2 && message[i - 1] == ' ' && message[i - 2] == '"' &&
+                          (word[0] == '4' || word[0] == '5');
+            if (status) out += word;
+            else if (has_digit && all_hex && word.size() >= 8) out += "<id>";
             else if (has_digit && std::all_of(word.begin(), word.end(), [](char ch) {
                          return is_digit(ch) || ch == '.' || ch == '-';
                      }))

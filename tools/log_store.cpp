@@ -535,11 +535,15 @@ result<std::vector<service_health>> log_store::health(std::int64_t since, std::i
     }
     std::vector<std::int64_t> example_span_time(services_.size(), no_time);
     for (const auto& sp : spans_) {
-        if (!sp.failed || !in_window(sp.start_ms) || sp.start_ms == no_time) continue;
-        error_times[sp.service].push_back(sp.start_ms);
-        if (example_span_time[sp.service] == no_time || sp.start_ms < example_span_time[sp.service] ||
-            (sp.start_ms == example_span_time[sp.service] && sp.trace_id < out[sp.service].example_trace)) {
-            example_span_time[sp.service] = sp.start_ms;
+        // a span fails when it ends: a caller's span starts before its
+        // callee's, so start times would make callers look first
+        if (!sp.failed || sp.start_ms == no_time) continue;
+        std::int64_t end = sp.start_ms + std::int64_t(std::max(0.0, std::min(sp.duration_ms, 1e12)));
+        if (!in_window(end)) continue;
+        error_times[sp.service].push_back(end);
+        if (example_span_time[sp.service] == no_time || end < example_span_time[sp.service] ||
+            (end == example_span_time[sp.service] && sp.trace_id < out[sp.service].example_trace)) {
+            example_span_time[sp.service] = end;
             out[sp.service].example_trace = sp.trace_id;
         }
     }

@@ -102,7 +102,7 @@ struct load_stats {
 // Per service health, from error-level log entries and failed spans.
 struct service_health {
     std::uint64_t n_error = 0, n_warn = 0;
-    std::int64_t first_error_ms = no_time;  // earliest error (log or span)
+    std::int64_t first_error_ms = no_time;  // earliest error (log entry, or end of a failed span)
     std::int64_t onset_ms = no_time;        // start of the first burst (isolated noise errors skipped)
     std::string example_trace;              // a failing trace id, from spans first
 };

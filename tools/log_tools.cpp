@@ -91,6 +91,15 @@ struct message_count {
 
 std::string clock_of(std::int64_t ms) { return format_time(ms).substr(11, 5); }  // "14:05"
 
+// A masked message without its trace id, so that the same failure with and
+// without an id counts once.
+std::string summary_text(std::string_view message) {
+    std::string text = mask_message(message, 120);
+    for (std::string_view tag : {" trace=<id>", " trace_id=<id>", " traceId=<id>"})
+        for (auto at = text.find(tag); at != std::string::npos; at = text.find(tag)) text.erase(at, tag.size());
+    return text;
+}
+
 }  // namespace
 
 result<std::string> error_summary_tool::run(const tool_args& args, const call_context& ctx) {
@@ -166,7 +175,7 @@ result<std::string> error_summary_tool::run(const tool_args& args, const call_co
                     if (b < buckets.size()) buckets[b]++;
                 }
                 if (e.level != wanted) continue;
-                auto text = mask_message(f.message(e), 120);
+                auto text = summary_text(f.message(e));
                 auto [it, added] = counts.try_emplace(text, message_count{text, 0, counts.size()});
                 it->second.n++;
             }
@@ -273,7 +282,9 @@ result<std::string> search_logs_tool::run(const tool_args& args, const call_cont
         try {
             regex.emplace(**regex_text, boost::regex::perl);
         } catch (const boost::regex_error& e) {
-            return args.fail("bad regex '" + cut(**regex_text, 80) + "': " + e.what());
+            std::string why = e.what();
+            if (auto dot = why.find(".  "); dot != std::string::npos) why.resize(dot);  // drop Boost's echo of the pattern
+            return args.fail("bad regex '" + cut(**regex_text, 80) + "': " + why);
         }
     }
     std::string needle = pattern->value_or("");

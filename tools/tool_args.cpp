@@ -96,7 +96,8 @@ result<std::optional<std::int64_t>> tool_args::integer(std::string_view key, std
     if (it == values_.end() || it->second.type == value::kind::null) return std::optional<std::int64_t>{};
     std::string range = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
     if (it->second.type != value::kind::integer)
-        return fail("'" + std::string(key) + "' must be " + range + "; got " + shorten(it->second.text));
+        return fail("'" + std::string(key) + "' must be " + range + "; got " + std::string(kind_name(it->second.type)) +
+                    " " + (it->second.type == value::kind::string ? "\"" + shorten(it->second.text) + "\"" : shorten(it->second.text)));
     if (it->second.integer < min || it->second.integer > max)
         return fail("'" + std::string(key) + "' must be " + range + "; got " + std::to_string(it->second.integer));
     return std::optional<std::int64_t>{it->second.integer};
@@ -106,7 +107,7 @@ result<std::optional<bool>> tool_args::boolean(std::string_view key) const {
     auto it = values_.find(key);
     if (it == values_.end() || it->second.type == value::kind::null) return std::optional<bool>{};
     if (it->second.type != value::kind::boolean)
-        return fail("'" + std::string(key) + "' must be true or false; got " + shorten(it->second.text));
+        return fail("'" + std::string(key) + "' must be true or false; got " + std::string(kind_name(it->second.type)));
     return std::optional<bool>{it->second.boolean};
 }
 

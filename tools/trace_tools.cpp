@@ -225,11 +225,14 @@ result<std::string> verify_root_cause_tool::run(const tool_args& args, const cal
     if (h.first_error_ms == no_time) reasons.push_back(*claimed + " shows no error in logs or traces");
 
     // the incident window opens at the earliest failure anywhere, less a margin
-    std::int64_t earliest = no_time;
+    // (first bursts only: one isolated noise error must not open it early)
+    std::int64_t earliest = no_time, earliest_isolated = no_time;
     for (const auto& other : *health) {
-        std::int64_t t = other.onset_ms != no_time ? other.onset_ms : other.first_error_ms;
-        if (t != no_time && (earliest == no_time || t < earliest)) earliest = t;
+        if (other.onset_ms != no_time && (earliest == no_time || other.onset_ms < earliest)) earliest = other.onset_ms;
+        if (other.first_error_ms != no_time && (earliest_isolated == no_time || other.first_error_ms < earliest_isolated))
+            earliest_isolated = other.first_error_ms;
     }
+    if (earliest == no_time) earliest = earliest_isolated;
     std::int64_t window_start = earliest == no_time ? no_time : earliest - window_margin_ms;
 
     if (evidence->empty()) reasons.push_back("no evidence: cite error or warning line ids of " + *claimed);
