@@ -434,8 +434,10 @@ std::string mask_message(std::string_view message, std::size_t max_len) {
             else if (has_digit) {
                 // mixed word ("pod-7f9c", "v2.15.0", "502ms"): mask the digit runs only
                 bool in_digits = false;
-                for (char ch : word) {
-                    if (is_digit(ch)) {
+                for (std::size_t k = 0; k < word.size(); ++k) {
+                    char ch = word[k];
+                    bool decimal_point = ch == '.' && in_digits && k + 1 < word.size() && is_digit(word[k + 1]);
+                    if (is_digit(ch) || decimal_point) {
                         if (!in_digits) out += "<n>";
                         in_digits = true;
                     } else {
