@@ -116,7 +116,8 @@ result<std::vector<std::string>> tool_args::string_list(std::string_view key, st
     if (it == values_.end() || it->second.type == value::kind::null) return std::vector<std::string>{};
     const value& v = it->second;
     if (v.type != value::kind::array || !v.all_strings)
-        return fail("'" + std::string(key) + "' must be an array of strings; got " + shorten(v.text));
+        return fail("'" + std::string(key) + "' must be an array of strings; got " + std::string(kind_name(v.type)) + " " +
+                    (v.type == value::kind::string ? "\"" + shorten(v.text) + "\"" : shorten(v.text)));
     if (v.strings.size() > max_items)
         return fail("'" + std::string(key) + "' may hold at most " + std::to_string(max_items) + " items; got " +
                     std::to_string(v.strings.size()));
