@@ -42,11 +42,13 @@ int run_list(const cli::parsed_args& args) {
         std::cerr << "error: " << paths.err().message << "\n";
         return 1;
     }
-    std::printf("%-26s %-20s %-17s %14s\n", "run", "agent", "state", "answer_ms");
+    char line[512];
+    std::snprintf(line, sizeof line, "%-26s %-20s %-17s %14s\n", "run", "agent", "state", "answer_ms");
+    std::cout << line;
     for (const auto& p : *paths) {
         auto log = journal::read_journal(p);
         if (!log.ok()) {
-            std::printf("%-26s unreadable: %s\n", p.stem().string().c_str(), log.err().message.c_str());
+            std::cout << p.stem().string() << "  unreadable: " << log.err().message << "\n";
             continue;
         }
         const auto* start = log->start();
@@ -55,8 +57,9 @@ int run_list(const cli::parsed_args& args) {
         const std::string state = end != nullptr ? std::string(journal::to_string(end->state)) : "incomplete";
         char answer[32] = "-";
         if (fin != nullptr) std::snprintf(answer, sizeof answer, "%.1f", fin->time_to_answer_ms);
-        std::printf("%-26s %-20s %-17s %14s\n", log->run_id().c_str(), start != nullptr ? start->agent.c_str() : "?",
-                    state.c_str(), answer);
+        std::snprintf(line, sizeof line, "%-26s %-20s %-17s %14s\n", log->run_id().c_str(),
+                      start != nullptr ? start->agent.c_str() : "?", state.c_str(), answer);
+        std::cout << line;
     }
     return 0;
 }
