@@ -20,9 +20,9 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-constexpr std::string_view schema = R"({"type":"object","properties":{)"
-                                     R"("url":{"type":"string","description":"http:// URL on loopback or an allowed host"}},)"
-                                     R"("required":["url"],"additionalProperties":false})";
+constexpr std::string_view schema = R"js({"type":"object","properties":{)js"
+                                     R"js("url":{"type":"string","description":"http:// URL on loopback or an allowed host"}},)js"
+                                     R"js("required":["url"],"additionalProperties":false})js";
 
 // How often a call in flight checks its cancel flag.
 constexpr auto poll_interval = std::chrono::milliseconds(20);

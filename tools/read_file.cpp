@@ -17,11 +17,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view schema = R"({"type":"object","properties":{)"
-                                     R"("path":{"type":"string","description":"file path, relative to the first allowed root or absolute inside a root"},)"
-                                     R"("offset":{"type":"integer","minimum":0,"description":"first byte to read (default 0)"},)"
-                                     R"("max_bytes":{"type":"integer","minimum":1,"description":"bytes to read at most"}},)"
-                                     R"("required":["path"],"additionalProperties":false})";
+constexpr std::string_view schema = R"js({"type":"object","properties":{)js"
+                                     R"js("path":{"type":"string","description":"file path, relative to the first allowed root or absolute inside a root"},)js"
+                                     R"js("offset":{"type":"integer","minimum":0,"description":"first byte to read (default 0)"},)js"
+                                     R"js("max_bytes":{"type":"integer","minimum":1,"description":"bytes to read at most"}},)js"
+                                     R"js("required":["path"],"additionalProperties":false})js";
 
 error fail(errc code, std::string message) { return make_error(code, "read_file: " + std::move(message)); }
 

@@ -27,12 +27,12 @@ namespace fs = std::filesystem;
 using clock_type = std::chrono::steady_clock;
 
 constexpr std::string_view schema =
-    R"({"type":"object","properties":{)"
-    R"("program":{"type":"string","description":"name of an allowed program"},)"
-    R"("args":{"type":"array","items":{"type":"string"},"description":"arguments, passed as they are (no shell)"},)"
-    R"("cwd":{"type":"string","description":"working directory"},)"
-    R"("timeout_ms":{"type":"integer","minimum":1}},)"
-    R"("required":["program"],"additionalProperties":false})";
+    R"js({"type":"object","properties":{)js"
+    R"js("program":{"type":"string","description":"name of an allowed program"},)js"
+    R"js("args":{"type":"array","items":{"type":"string"},"description":"arguments, passed as they are (no shell)"},)js"
+    R"js("cwd":{"type":"string","description":"working directory"},)js"
+    R"js("timeout_ms":{"type":"integer","minimum":1}},)js"
+    R"js("required":["program"],"additionalProperties":false})js";
 
 // How often a running child's call checks its cancel flag.
 constexpr int poll_interval_ms = 20;
