@@ -1,6 +1,7 @@
 #include "runtime/timeline.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <variant>
 
@@ -119,7 +120,7 @@ std::string render_timeline_text(const run_log& log, size_t width) {
     }
     for (const auto& gap : idle_gaps(log)) {
         if (gap.length() <= 0.05) continue;  // below the printed resolution
-        rows.push_back({gap.begin_ms, -1, "idle", "-", fmt_ms(gap.length()), "neither model nor tool busy"});
+        rows.push_back({gap.begin_ms, INT64_MAX, "idle", "-", fmt_ms(gap.length()), "neither model nor tool busy"});
     }
     std::stable_sort(rows.begin(), rows.end(), [](const row& a, const row& b) {
         return a.time_ms != b.time_ms ? a.time_ms < b.time_ms : a.seq < b.seq;

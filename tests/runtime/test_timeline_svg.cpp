@@ -156,7 +156,7 @@ TEST_CASE("timeline text: rows in time order with lanes and durations") {
     CHECK(call2 < idle);
     CHECK(idle < turn2);
     CHECK(text.find("early") != std::string::npos);
-    CHECK(text.find("FAILED speculative") != std::string::npos);
+    CHECK(text.find("FAILED early speculative") != std::string::npos);
     CHECK(text.find("100.0") != std::string::npos);  // c1 lasted 100 ms
 }
 
