@@ -89,6 +89,7 @@ std::string symptom_of(const std::string& task, const std::vector<std::string>& 
 struct trace_finding {
     std::string deepest;
     std::string caller;
+    std::vector<std::string> failing;  // services of failing spans, top down
 };
 
 trace_finding parse_trace(std::string_view text) {
@@ -108,6 +109,7 @@ trace_finding parse_trace(std::string_view text) {
         if (indent == std::string_view::npos || line.substr(indent, 3) == "...") continue;
         const size_t end = line.find(' ', indent);
         row r{indent, std::string(line.substr(indent, end - indent))};
+        if (line.find(" error") != std::string_view::npos) f.failing.push_back(r.service);
         if (line.find("<- deepest error") != std::string_view::npos) {
             f.deepest = r.service;
             for (size_t k = rows.size(); k-- > 0;) {
@@ -243,6 +245,10 @@ tachyon::result<expert_answer> investigate(session& s, const std::string& servic
             if (it == votes.end()) votes.push_back({f, 1});
             else ++it->second;
         }
+        // a specific fault beats a generic exception (which a failing
+        // dependency call can also raise)
+        for (auto& v : votes)
+            if (v.first != "bad_deploy") v.second += 1000;
         if (!votes.empty()) {
             a.fault_type = std::max_element(votes.begin(), votes.end(), [](auto& x, auto& y) { return x.second < y.second; })->first;
         }
@@ -261,9 +267,11 @@ tachyon::result<expert_answer> investigate(session& s, const std::string& servic
     return a;
 }
 
-// The dependency a rejection names as failing first (earliest time), or "".
-std::string earlier_dependency(std::string_view verdict) {
+// The dependency a rejection names as failing first: the deepest one on the
+// failing trace, else the earliest; "" when it names none.
+std::string earlier_dependency(std::string_view verdict, const std::vector<std::string>& failing_chain) {
     std::string best, best_time;
+    int best_depth = -1;
     const std::string_view key = " depends on ";
     for (size_t at = verdict.find(key); at != std::string_view::npos; at = verdict.find(key, at + 1)) {
         std::string_view rest = verdict.substr(at + key.size());
@@ -271,9 +279,12 @@ std::string earlier_dependency(std::string_view verdict) {
         if (comma == std::string_view::npos) continue;
         const std::string name(rest.substr(0, comma));
         const std::string t = iso_in(rest.substr(comma));
-        if (best.empty() || (!t.empty() && t < best_time)) {
+        const auto it = std::find(failing_chain.begin(), failing_chain.end(), name);
+        const int depth = it == failing_chain.end() ? -1 : static_cast<int>(it - failing_chain.begin());
+        if (best.empty() || depth > best_depth || (depth == best_depth && !t.empty() && t < best_time)) {
             best = name;
             best_time = t;
+            best_depth = depth;
         }
     }
     return best;
@@ -301,7 +312,7 @@ std::string classify_fault(std::string_view message) {
         {"deadlock", {"deadlock", "lock timeout"}},
         {"slow_query", {"statement timeout", "slow query", "query took", "slowlog", "seq scan"}},
         {"connection_pool_exhaustion",
-         {"connection is not available", "queuepool limit", "pool exhausted", "acquire timeout", "too many clients",
+         {"connection is not available", "cannotgetjdbcconnection", "queuepool limit", "pool exhausted", "acquire timeout", "too many clients",
           "connection slots"}},
         {"oom_kill",
          {"outofmemory", "oomkilled", "memoryerror", "out of memory", "oom command", "oom killer"}},
@@ -367,7 +378,7 @@ tachyon::result<expert_run> run_expert(const tt::registry& tools, const std::str
         auto verdict = s.answer(*a);
         if (!verdict) return verdict.err();
         if (run.verified) break;
-        const std::string next = earlier_dependency(*verdict);
+        const std::string next = earlier_dependency(*verdict, found.failing);
         if (next.empty() || next == suspect) {
             run.trouble = "rejected without a dependency to follow: " + *verdict;
             break;

@@ -25,7 +25,7 @@ namespace incident {
 
 struct expert_options {
     bool mistake = false;  // answer the deepest failing span's caller first
-    int search_limit = 5;  // search_logs limit: keeps transcripts short
+    int search_limit = 3;  // search_logs limit: keeps transcripts short (2 evidence lines + 1)
     int max_answers = 3;   // give up after this many rejected answers
 };
 

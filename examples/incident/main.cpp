@@ -127,7 +127,7 @@ int cmd_trajectories(const options& o) {
             return fail("--mistake-rate must be a number in [0, 1]", 2);
         }
     }
-    uint64_t limit = 5;
+    uint64_t limit = 3;
     if (o.has("search-limit") && (!parse_u64(o.get("search-limit"), limit) || limit < 1 || limit > 50))
         return fail("--search-limit must be an integer in 1..50", 2);
     to.search_limit = static_cast<int>(limit);

@@ -143,8 +143,8 @@ log_message fault_message(const incident_plan& p, int s, prng& rng, time_ms now)
             if (lang == runtime_lang::java) {
                 t = rng.pick(strings{"HikariPool-1 - Connection is not available, request timed out after " +
                                          num(rng.range(3, 30) * 1000) + "ms.",
-                                     "org.springframework.jdbc.CannotGetJdbcConnectionException: Failed to obtain JDBC Connection; HikariPool-1 - Connection is not available (total=" +
-                                         num(max) + ", active=" + num(max) + ", idle=0, waiting=" + num(rng.range(20, 400)) + ")"});
+                                     "HikariPool-1 - Connection is not available (total=" +
+                                         num(max) + ", active=" + num(max) + ", idle=0, waiting=" + num(rng.range(20, 400)) + "); CannotGetJdbcConnectionException"});
             } else if (lang == runtime_lang::python) {
                 t = rng.pick(strings{"sqlalchemy.exc.TimeoutError: QueuePool limit of size " + num(max) +
                                          " overflow 10 reached, connection timed out, timeout 30.00",
@@ -408,7 +408,8 @@ log_message background_message(const incident_plan& p, int s, prng& rng, bool al
     m.lvl = level::info;
     if (allow_warn && rng.chance(0.12)) {
         m.lvl = level::warn;
-        m.text = rng.pick(strings{
+        // a chatty service repeats the same one or two warnings
+        m.text = nth(per_service_choice(p, s, 7) + 3 * rng.below(2), strings{
             "slow request " + sv.operation + " took " + num(rng.range(600, 1500)) + "ms",
             "deprecated setting 'server.compression' is set; it will be removed in the next release",
             "heap usage " + num(rng.range(70, 85)) + "% after GC",

@@ -358,14 +358,16 @@ incident_plan plan_incident(uint64_t seed, int scale) {
     p.fail_probability = rng.real(0.55, 0.95);
     p.request_rate = rng.real(0.15, 0.35);
 
-    // a red herring: a service with unrelated errors, neither on the failing
-    // path nor below the root (it must not look like an earlier failure there)
+    // a red herring: a service with unrelated errors, neither a caller of the
+    // root (whose failures it would blur) nor below it (where it would look
+    // like an earlier failure)
     {
         const auto below_root = descendants(p, p.root);
         std::vector<int> candidates;
         for (int i = 1; i < static_cast<int>(p.services.size()); ++i) {
-            if (std::find(p.path.begin(), p.path.end(), i) != p.path.end()) continue;
-            if (std::binary_search(below_root.begin(), below_root.end(), i)) continue;
+            if (i == p.root || std::binary_search(below_root.begin(), below_root.end(), i)) continue;
+            const auto below = descendants(p, i);
+            if (std::binary_search(below.begin(), below.end(), p.root)) continue;
             candidates.push_back(i);
         }
         if (!candidates.empty() && rng.chance(0.85)) {

@@ -23,7 +23,7 @@ struct trajectory_options {
     std::filesystem::path work_dir;      // where incidents are generated (deleted after)
     double mistake_rate = 0.15;          // share of trajectories with a wrong first answer and a recovery
     int scale = 1;
-    int search_limit = 5;
+    int search_limit = 3;
 };
 
 struct trajectory {
