@@ -49,16 +49,16 @@ options parse_options(int argc, char** argv, const std::vector<std::string>& fla
     for (int i = 2; i < argc; ++i) {
         std::string a = argv[i];
         if (a.rfind("--", 0) != 0) {
-            o.error = "unexpected argument '" + a + "'";
+            o.error = std::string("unexpected argument '").append(a).append("'");
             return o;
         }
         a.erase(0, 2);
         if (std::find(flags.begin(), flags.end(), a) != flags.end()) {
-            o.values[a] = "1";
+            o.values.insert_or_assign(a, std::string(1, '1'));
             continue;
         }
         if (i + 1 >= argc) {
-            o.error = "option --" + a + " needs a value";
+            o.error = std::string("option --").append(a).append(" needs a value");
             return o;
         }
         o.values[a] = argv[++i];
