@@ -19,6 +19,7 @@ import math
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 
 @dataclasses.dataclass
@@ -76,6 +77,15 @@ def apply_rope(x, cos, sin):
     return out.flatten(-2).type_as(x)
 
 
+def causal_attention(q, k, v):
+    """q, k, v: [B, H, T, D] -> [B, H, T, D], softmax in f32."""
+    t = q.shape[-2]
+    scores = (q @ k.transpose(-2, -1)).float() * (1.0 / math.sqrt(q.shape[-1]))  # [B, H, T, T]
+    mask = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1)
+    scores.masked_fill_(mask, float("-inf"))
+    return torch.softmax(scores, dim=-1).type_as(v) @ v
+
+
 class Attention(nn.Module):
     def __init__(self, cfg):
         super().__init__()
@@ -97,11 +107,13 @@ class Attention(nn.Module):
         sdpa = getattr(F, "scaled_dot_product_attention", None)
         if sdpa is not None:  # torch 2.x: fused kernel, no [T, T] score tensor kept
             y = sdpa(q, k, v, is_causal=True)
+        elif self.training and torch.is_grad_enabled():
+            # Recompute the [B, H, T, T] scores in backward instead of keeping
+            # two of them per layer: at T = 2048 they would be ~GBs; the
+            # recomputation costs one more q @ k^T per layer.
+            y = checkpoint(causal_attention, q, k, v, use_reentrant=False)
         else:
-            scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))  # [B, H, T, T]
-            mask = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
-            scores = scores.float().masked_fill(mask, float("-inf"))
-            y = torch.softmax(scores, dim=-1).type_as(v) @ v   # [B, H, T, D]
+            y = causal_attention(q, k, v)
         return self.wo(y.transpose(1, 2).reshape(b, t, self.n_head * self.head_dim))
 
 
