@@ -77,13 +77,30 @@ def apply_rope(x, cos, sin):
     return out.flatten(-2).type_as(x)
 
 
-def causal_attention(q, k, v):
-    """q, k, v: [B, H, T, D] -> [B, H, T, D], softmax in f32."""
-    t = q.shape[-2]
-    scores = (q @ k.transpose(-2, -1)).float() * (1.0 / math.sqrt(q.shape[-1]))  # [B, H, T, T]
-    mask = torch.ones(t, t, dtype=torch.bool, device=q.device).triu(1)
-    scores.masked_fill_(mask, float("-inf"))
-    return torch.softmax(scores, dim=-1).type_as(v) @ v
+def causal_attention(q, k, v, block=256):
+    """q: [B, H, T, D], k, v: [B, KV, T, D] -> [B, H, T, D]; query head h reads kv head h // (H / KV).
+
+    Queries go in blocks of `block` rows, each against the keys up to its
+    last row only: the upper triangle of the [T, T] scores is never computed
+    (half the work of a full causal matmul), and the query heads sharing a kv
+    head are stacked into one matmul instead of copying k and v per head.
+    Softmax in f32.
+    """
+    b, h, t, d = q.shape
+    kv = k.shape[1]
+    rep = h // kv
+    q = (q * (1.0 / math.sqrt(d))).reshape(b, kv, rep, t, d)
+    out = []
+    for s, q_block in zip(range(0, t, block), q.split(block, dim=3)):  # split: no zero-filled grads
+        e = min(t, s + block)
+        qb = q_block.reshape(b, kv, rep * (e - s), d)                        # [B, KV, rep*c, D]
+        scores = (qb @ k[:, :, :e].transpose(-2, -1)).float()                # [B, KV, rep*c, e]
+        scores = scores.view(b, kv, rep, e - s, e)
+        mask = torch.ones(e - s, e, dtype=torch.bool, device=q.device).triu(s + 1)  # key j > query s+i
+        scores.masked_fill_(mask, float("-inf"))
+        probs = torch.softmax(scores, dim=-1).type_as(v).view(b, kv, rep * (e - s), e)
+        out.append((probs @ v[:, :, :e]).view(b, kv, rep, e - s, d))       # [B, KV, rep, c, D]
+    return torch.cat(out, dim=3).reshape(b, h, t, d)
 
 
 class Attention(nn.Module):
@@ -94,23 +111,24 @@ class Attention(nn.Module):
         self.wk = nn.Linear(cfg.dim, cfg.n_kv_head * cfg.head_dim, bias=False)
         self.wv = nn.Linear(cfg.dim, cfg.n_kv_head * cfg.head_dim, bias=False)
         self.wo = nn.Linear(cfg.n_head * cfg.head_dim, cfg.dim, bias=False)
+        self.checkpoint = False  # set by train.py --checkpoint-attention
 
     def forward(self, x, cos, sin):
         b, t, _ = x.shape
         q = apply_rope(self.wq(x).view(b, t, self.n_head, self.head_dim), cos, sin)
         k = apply_rope(self.wk(x).view(b, t, self.n_kv_head, self.head_dim), cos, sin)
         v = self.wv(x).view(b, t, self.n_kv_head, self.head_dim)
-        rep = self.n_head // self.n_kv_head
-        q = q.transpose(1, 2)                                  # [B, H, T, D]
-        k = k.transpose(1, 2).repeat_interleave(rep, dim=1)    # [B, H, T, D]
-        v = v.transpose(1, 2).repeat_interleave(rep, dim=1)    # [B, H, T, D]
+        q = q.transpose(1, 2)   # [B, H, T, D]
+        k = k.transpose(1, 2)   # [B, KV, T, D]
+        v = v.transpose(1, 2)   # [B, KV, T, D]
         sdpa = getattr(F, "scaled_dot_product_attention", None)
         if sdpa is not None:  # torch 2.x: fused kernel, no [T, T] score tensor kept
-            y = sdpa(q, k, v, is_causal=True)
-        elif self.training and torch.is_grad_enabled():
-            # Recompute the [B, H, T, T] scores in backward instead of keeping
-            # two of them per layer: at T = 2048 they would be ~GBs; the
-            # recomputation costs one more q @ k^T per layer.
+            rep = self.n_head // self.n_kv_head
+            y = sdpa(q, k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1), is_causal=True)
+        elif self.checkpoint and self.training and torch.is_grad_enabled():
+            # Recompute the scores in backward instead of keeping the softmax
+            # output of every layer ([B, H, T, T/2] f32 each): costs one more
+            # attention forward per layer.
             y = checkpoint(causal_attention, q, k, v, use_reentrant=False)
         else:
             y = causal_attention(q, k, v)

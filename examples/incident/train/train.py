@@ -66,6 +66,8 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    ap.add_argument("--checkpoint-attention", action="store_true",
+                    help="recompute attention scores in backward (less memory, ~15%% slower; torch 1.x)")
     ap.add_argument("--ckpt-minutes", type=float, default=5.0)
     ap.add_argument("--eval-minutes", type=float, default=15.0, help="validation interval")
     ap.add_argument("--n-val", type=int, default=24, help="validation transcripts")
@@ -215,6 +217,8 @@ def main(argv=None):
 
     cfg = model_config(args, tok.vocab_size)
     model = Llama(cfg).to(device)
+    for layer in model.layers:
+        layer.attn.checkpoint = args.checkpoint_attention
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt_kwargs = dict(lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
