@@ -59,6 +59,8 @@ struct gguf_value {
 
     // "u32", "string", "array of string", "array of array of f32" ...
     std::string type_name() const;
+
+    bool operator==(const gguf_value&) const = default;
 };
 
 struct gguf_tensor_info {
