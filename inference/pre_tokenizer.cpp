@@ -162,7 +162,7 @@ std::vector<split_rule> rules_deepseek_llm() {
         single(run_with_prefix(k_ws, literal_set("!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002"))),
         single(kind_term(term_kind::trailing_space)),
         single(run(cjk_set())),
-        single(run(k_number)),
+        single(run(k_number, 1)),  // Digits(individual_digits) in the reference
     };
 }
 
