@@ -368,7 +368,9 @@ void bpe_merge_word(std::string_view word, const std::array<token_id, 256>& byte
         token_id result;
         bool operator>(const candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
     };
+    TACHYON_ASSERT(word.size() < (size_t{1} << 31), "bpe_merge_word: word longer than 2 GiB");
     const int n = static_cast<int>(word.size());
+    if (n == 0) return;
     std::vector<symbol> symbols(n);  // [n] linked list over the word's bytes
     for (int i = 0; i < n; ++i) symbols[i] = {byte_token[static_cast<uint8_t>(word[i])], i - 1, i + 1 < n ? i + 1 : -1};
     if (n == 1) {
