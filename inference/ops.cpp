@@ -174,11 +174,13 @@ void rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const i
     const int64_t half = head_dim / 2;
     // The angle of each pair is computed in double and once per token, then
     // applied to every head: n_tokens * head_dim/2 sin/cos, not n_heads times more.
+    std::vector<double> freq(static_cast<size_t>(half));  // [half]
+    for (int64_t i = 0; i < half; ++i)
+        freq[i] = std::pow(static_cast<double>(theta_base), -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
     std::vector<float> cs(static_cast<size_t>(head_dim));  // [half] cos, then [half] sin
     for (int64_t t = 0; t < n_tokens; ++t) {
         for (int64_t i = 0; i < half; ++i) {
-            const double freq = std::pow(static_cast<double>(theta_base), -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
-            const double angle = static_cast<double>(positions[t]) * freq;
+            const double angle = static_cast<double>(positions[t]) * freq[i];
             cs[i] = static_cast<float>(std::cos(angle));
             cs[half + i] = static_cast<float>(std::sin(angle));
         }

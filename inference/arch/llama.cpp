@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "inference/attention.h"
 #include "inference/fp16.h"
 #include "inference/kernels.h"
 #include "inference/quant.h"
@@ -220,29 +221,38 @@ void llama_model::attention(kernel_context& ctx, const forward_batch& batch, kv_
     // Split only when the work pays for the fan-out: ~positions × head_dim per task.
     const int64_t grain = std::max<int64_t>(1, 16384 / (static_cast<int64_t>(max_pos + 1) * hd));
     ctx.parallel_for(n_tasks, grain, [&](int64_t begin, int64_t end) {
-        thread_local std::vector<float> scores;  // [max_pos + 1]
+        thread_local std::vector<float> scores;          // [max_pos + 1]
+        thread_local std::vector<const float*> k_blocks; // [n_blocks of the sequence]
+        thread_local std::vector<const float*> v_blocks;
         if (scores.size() < static_cast<size_t>(max_pos + 1)) scores.resize(static_cast<size_t>(max_pos + 1));
+        seq_id bound = -1;
+        int bound_g = -1;
         for (int64_t task = begin; task < end; ++task) {
             const size_t t = static_cast<size_t>(task / hp.n_head);
             const int h = static_cast<int>(task % hp.n_head);
             const int g = h / group;
-            const int pos = batch.positions[t];
-            const float* q = q_.data() + t * n_q + static_cast<size_t>(h) * hd;
-            std::span<const int> blocks = kv.block_table(batch.seqs[t]);
-            for (int j = 0; j <= pos; ++j) {
-                const float* k = kv.k_block(il, blocks[static_cast<size_t>(j / bs)]) + static_cast<size_t>(j % bs) * n_kv + g * hd;
-                float s = 0.0f;
-                for (int d = 0; d < hd; ++d) s += q[d] * k[d];
-                scores[static_cast<size_t>(j)] = s * scale;
+            // Consecutive tasks mostly share the sequence and KV head: bind block bases once.
+            if (batch.seqs[t] != bound || g != bound_g) {
+                bound = batch.seqs[t];
+                bound_g = g;
+                std::span<const int> blocks = kv.block_table(bound);
+                k_blocks.resize(blocks.size());
+                v_blocks.resize(blocks.size());
+                for (size_t b = 0; b < blocks.size(); ++b) {
+                    k_blocks[b] = kv.k_block(il, blocks[b]) + g * hd;
+                    v_blocks[b] = kv.v_block(il, blocks[b]) + g * hd;
+                }
             }
-            softmax(scores.data(), pos + 1, isa);
-            float* out = att_.data() + t * n_q + static_cast<size_t>(h) * hd;
-            std::fill(out, out + hd, 0.0f);
-            for (int j = 0; j <= pos; ++j) {
-                const float* v = kv.v_block(il, blocks[static_cast<size_t>(j / bs)]) + static_cast<size_t>(j % bs) * n_kv + g * hd;
-                const float w = scores[static_cast<size_t>(j)];
-                for (int d = 0; d < hd; ++d) out[d] += w * v[d];
-            }
+            attention_args args{q_.data() + t * n_q + static_cast<size_t>(h) * hd,
+                                k_blocks.data(),
+                                v_blocks.data(),
+                                bs,
+                                n_kv,
+                                batch.positions[t] + 1,
+                                scale,
+                                scores.data(),
+                                att_.data() + t * n_q + static_cast<size_t>(h) * hd};
+            attend(args, hd, isa);
         }
     });
 }

@@ -57,7 +57,10 @@ std::vector<std::string> read_inputs(const fs::path& path) {
 
 std::string join_ids(const std::vector<token_id>& ids) {
     std::string s;
-    for (token_id id : ids) s += " " + std::to_string(id);
+    for (token_id id : ids) {
+        s += ' ';  // two appends: `" " + to_string()` trips a false -Wrestrict in g++ 12
+        s += std::to_string(id);
+    }
     return s;
 }
 
