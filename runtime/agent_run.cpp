@@ -62,7 +62,7 @@ struct call_slot {
 class runner : public std::enable_shared_from_this<runner> {
 public:
     runner(run_environment env, run_request req, asio::any_io_executor ex)
-        : env_(std::move(env)), req_(std::move(req)), ex_(ex), deadline_(ex) {}
+        : env_(std::move(env)), req_(std::move(req)), ex_(ex), deadline_(ex), watch_(ex) {}
 
     asio::awaitable<run_outcome> run();
 
@@ -83,12 +83,17 @@ private:
                                                   const std::vector<chat_message>& new_messages, bool& rewound);
     void journal_turn(const run_turn& t);
     void finish(run_outcome& out, std::string state, std::string error = {});
+    void watch_cancel();
+    void stop_work();
 
     run_environment env_;
     run_request req_;
     asio::any_io_executor ex_;
     asio::steady_timer deadline_;
+    asio::steady_timer watch_;  // polls the external cancel flag (set from a signal handler or another thread)
     bool deadline_hit_ = false;
+    bool done_ = false;
+    std::vector<std::weak_ptr<call_slot>> live_calls_;
     clock_type::time_point t0_ = clock_type::now();
     std::optional<journal::writer> journal_;
 
@@ -126,17 +131,7 @@ private:
 status runner::setup() {
     agent_ = req_.agent.get();
     const agent_definition& a = *agent_;
-    std::vector<tool_request> requests;
-    for (const auto& t : a.tools) {
-        tool_request r{t.name, {}};
-        for (const auto& [k, v] : t.settings) {
-            auto filled = fill_placeholders(v, req_.inputs, a.file + ": tools." + t.name + ".settings." + k);
-            if (!filled) return filled.err();
-            r.settings[k] = *filled;
-        }
-        requests.push_back(std::move(r));
-    }
-    auto made = make_builtin_tools(requests);
+    auto made = make_agent_tools(a, req_.inputs, req_.custom_tools);
     if (!made) return made.err();
     tools_ = std::move(made).value();
     for (const auto& t : tools_) {
@@ -215,8 +210,31 @@ void runner::finish_call(const std::shared_ptr<call_slot>& slot, bool ok, std::s
     slot->done.set();
 }
 
+void runner::stop_work() {
+    if (current_request_ != 0) env_.host->eng().cancel(current_request_);
+    for (auto& w : live_calls_) {
+        if (auto slot = w.lock(); slot && !slot->finished) {
+            slot->cancel.store(true);
+            finish_call(slot, false, slot->rec.name + ": cancelled");
+        }
+    }
+}
+
+void runner::watch_cancel() {
+    watch_.expires_after(std::chrono::milliseconds(50));
+    watch_.async_wait([this, self = shared_from_this()](boost::system::error_code ec) {
+        if (ec || done_) return;
+        if (env_.cancel && env_.cancel->load()) {
+            stop_work();
+            return;
+        }
+        watch_cancel();
+    });
+}
+
 void runner::start_call(const std::shared_ptr<call_slot>& slot) {
     slot->rec.start_ms = now_ms();
+    live_calls_.push_back(slot);
     if (env_.observer) env_.observer->on_tool_start(slot->rec);
     int64_t timeout_ms = agent_->budgets.tool_timeout_ms;
     for (const auto& t : agent_->tools)
@@ -455,14 +473,19 @@ asio::awaitable<run_outcome> runner::run() {
     deadline_.async_wait([this, self = shared_from_this()](boost::system::error_code ec) {
         if (ec) return;
         deadline_hit_ = true;
-        if (current_request_ != 0) env_.host->eng().cancel(current_request_);
+        stop_work();
     });
-    struct deadline_guard {
-        asio::steady_timer& t;
-        ~deadline_guard() { t.cancel(); }
-    } guard{deadline_};
+    watch_cancel();
+    struct timers_guard {
+        runner& r;
+        ~timers_guard() {
+            r.done_ = true;
+            r.deadline_.cancel();
+            r.watch_.cancel();
+        }
+    } guard{*this};
 
-    auto prompt = render_initial_prompt(a, *env_.host, req_.inputs, req_.task);
+    auto prompt = render_initial_prompt(a, *env_.host, req_.inputs, req_.task, req_.custom_tools);
     if (!prompt) {
         finish(out, "failed", prompt.err().message);
         co_return out;
@@ -513,7 +536,7 @@ asio::awaitable<run_outcome> runner::run() {
         turn_call_errors_ = 0;
         turn_slots_.clear();
         turn_errors_.clear();
-        detok_.emplace(env_.host->tok());
+        detok_.emplace(env_.host->tok(), decode_options{.render_special = true, .strip_leading_space = false});
         if (env_.observer) env_.observer->on_turn_start(step);
 
         auto stats = co_await generate(std::move(append), remaining, turn);
@@ -632,10 +655,17 @@ std::vector<std::string> tool_definitions(const std::vector<std::shared_ptr<tool
     return out;
 }
 
-result<std::string> render_initial_prompt(const agent_definition& agent, const model_host& host,
-                                          const std::map<std::string, std::string>& inputs, const std::string& task) {
+result<std::vector<std::shared_ptr<tools::tool>>> make_agent_tools(const agent_definition& agent,
+                                                                   const std::map<std::string, std::string>& inputs,
+                                                                   const std::vector<std::shared_ptr<tools::tool>>& custom_tools) {
     std::vector<tool_request> requests;
+    std::vector<std::shared_ptr<tools::tool>> custom_slot;  // [n_tools] the custom tool, or null for a built-in
     for (const auto& t : agent.tools) {
+        std::shared_ptr<tools::tool> custom;
+        for (const auto& c : custom_tools)
+            if (c->name() == t.name) custom = c;
+        custom_slot.push_back(custom);
+        if (custom) continue;
         tool_request r{t.name, {}};
         for (const auto& [k, v] : t.settings) {
             auto filled = fill_placeholders(v, inputs, agent.file + ": tools." + t.name + ".settings." + k);
@@ -644,7 +674,18 @@ result<std::string> render_initial_prompt(const agent_definition& agent, const m
         }
         requests.push_back(std::move(r));
     }
-    auto tools = make_builtin_tools(requests);
+    auto builtins = make_builtin_tools(requests);
+    if (!builtins) return builtins.err();
+    std::vector<std::shared_ptr<tools::tool>> out;
+    size_t next_builtin = 0;
+    for (auto& c : custom_slot) out.push_back(c ? c : (*builtins)[next_builtin++]);
+    return out;
+}
+
+result<std::string> render_initial_prompt(const agent_definition& agent, const model_host& host,
+                                          const std::map<std::string, std::string>& inputs, const std::string& task,
+                                          const std::vector<std::shared_ptr<tools::tool>>& custom_tools) {
+    auto tools = make_agent_tools(agent, inputs, custom_tools);
     if (!tools) return tools.err();
     auto system = fill_placeholders(agent.instructions, inputs, agent.file + ": instructions");
     if (!system) return system.err();

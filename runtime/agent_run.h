@@ -18,6 +18,7 @@
 
 #include "runtime/agent_def.h"
 #include "runtime/model_host.h"
+#include "tools/tool.h"
 
 namespace tachyon {
 
@@ -38,6 +39,8 @@ struct run_request {
     run_switches switches;
     std::string journal_dir = "runs";           // empty: no journal
     std::string run_id;                         // empty: made up
+    // Tools defined in code (SDK, tests), found by name before the built-ins.
+    std::vector<std::shared_ptr<tools::tool>> custom_tools;
 };
 
 struct run_turn {
@@ -104,7 +107,14 @@ boost::asio::awaitable<run_outcome> run_agent(run_environment env, run_request r
 // The system prompt and user turn the agent starts from (rendered, before
 // tokenization); exposed so tests can check it against the training data.
 result<std::string> render_initial_prompt(const agent_definition& agent, const model_host& host,
-                                          const std::map<std::string, std::string>& inputs, const std::string& task);
+                                          const std::map<std::string, std::string>& inputs, const std::string& task,
+                                          const std::vector<std::shared_ptr<tools::tool>>& custom_tools = {});
+
+// The agent's tools, in its order: custom tools by name first, else built-ins
+// made from the agent's settings with {placeholders} filled from `inputs`.
+result<std::vector<std::shared_ptr<tools::tool>>> make_agent_tools(const agent_definition& agent,
+                                                                   const std::map<std::string, std::string>& inputs,
+                                                                   const std::vector<std::shared_ptr<tools::tool>>& custom_tools = {});
 
 // The tool list as the model reads it: one {"type": "function", ...} JSON
 // object per tool, in the agent's order.

@@ -5,6 +5,7 @@ namespace tachyon {
 // Declared here, defined in runtime/cmd_*.cpp. Keep the list in the order
 // `tachyon --help` shows it.
 cli::command_spec make_version_command();
+cli::command_spec make_run_command();
 cli::command_spec make_generate_command();
 cli::command_spec make_tokenize_command();
 cli::command_spec make_quantize_command();
@@ -15,6 +16,7 @@ cli::command_spec make_runs_show_command();
 
 std::vector<cli::command_spec> all_commands() {
     std::vector<cli::command_spec> out;
+    out.push_back(make_run_command());
     out.push_back(make_generate_command());
     out.push_back(make_tokenize_command());
     out.push_back(make_quantize_command());

@@ -15,11 +15,16 @@ result<std::shared_ptr<model_host>> model_host::open(const std::string& path, co
     auto m = load_model(std::move(file).value());
     if (!m) return m.err();
 
+    return create(std::move(m).value(), std::move(tok).value(), *format, options, path);
+}
+
+std::shared_ptr<model_host> model_host::create(std::unique_ptr<model> m, tokenizer tok, chat_format format,
+                                               const engine_options& options, std::string path) {
     std::shared_ptr<model_host> host(new model_host());
-    host->path_ = path;
-    host->tokenizer_ = std::move(tok).value();
-    host->format_ = *format;
-    host->engine_ = engine::create(std::move(m).value(), options);
+    host->path_ = std::move(path);
+    host->tokenizer_ = std::move(tok);
+    host->format_ = format;
+    host->engine_ = engine::create(std::move(m), options);
     for (int32_t id = 0; id < static_cast<int32_t>(host->tokenizer_->n_tokens()); ++id) {
         if (host->tokenizer_->is_eog(id)) host->end_of_turn_.push_back(id);
     }

@@ -22,6 +22,10 @@ public:
     static result<std::shared_ptr<model_host>> open(const std::string& path, const engine_options& options,
                                                     std::string_view format_name = {});
 
+    // A host over a model already loaded (tests use scripted models).
+    static std::shared_ptr<model_host> create(std::unique_ptr<model> m, tokenizer tok, chat_format format,
+                                              const engine_options& options, std::string path = "<memory>");
+
     engine& eng() { return *engine_; }
     const tokenizer& tok() const { return *tokenizer_; }
     chat_format format() const { return format_; }
