@@ -38,10 +38,27 @@ build() {
     cmake --build --preset release -j"$(nproc)"
 }
 
-# The main job. Until the agent runtime lands, the demo shows the CLI.
+# The main job: a fresh incident from the incident world, analysed by the
+# shipped model through the agent runtime, ending with a verified root cause.
 demo() {
     local bin="$root/build/release/runtime/tachyon"
-    "$bin" --help
+    local world="$root/build/release/examples/incident/incident-world"
+    local model="$root/examples/incident/model/incident-analyst.gguf"
+    [ -f "$model" ] || { echo "missing $model (see examples/incident/train/README.md)" >&2; exit 1; }
+    local seed=${SEED:-$((2000000 + RANDOM * 32768 + RANDOM))}
+    local work
+    work=$(mktemp -d "${TMPDIR:-/tmp}/tachyon-demo-XXXXXX")
+    "$world" generate --seed "$seed" --out "$work/incident" >/dev/null
+    # The generator's answer is for checking only: it leaves the directory the tools read.
+    mv "$work/incident/answer.json" "$work/answer.json"
+    log "incident seed $seed in $work/incident"
+    printf 'task: %s\n\n' "$(cat "$work/incident/task.txt")"
+    local rc=0
+    "$bin" run "$root/agents/incident-analyst.json" --task "$(cat "$work/incident/task.txt")" \
+        --input "incident_dir=$work/incident" --journal-dir "$root/runs" || rc=$?
+    printf '\nthe generator'"'"'s hidden answer: %s\n' "$(cat "$work/answer.json")"
+    log "timeline: $bin runs show <run-id> --dir $root/runs [--svg timeline.svg]"
+    return $rc
 }
 
 case "${1:-}" in

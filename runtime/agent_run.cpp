@@ -552,6 +552,8 @@ asio::awaitable<run_outcome> runner::run() {
         handle_events();
         turn.text = turn_text_;
         generated_total_ += stats.n_generated;
+        out.n_tool_calls += turn_calls_ + turn_call_errors_;
+        out.n_bad_calls += static_cast<int>(turn_errors_.size());
         out.prefill_tokens += stats.n_prefilled;
         out.reused_tokens += turn.reused_tokens;
         out.generated_tokens += stats.n_generated;

@@ -77,6 +77,8 @@ struct run_outcome {
     double tool_wait_ms = 0;       // time the loop waited for tools after a turn ended
     double overlap_saved_ms = 0;   // tool time hidden under decoding
     int prefill_tokens = 0, reused_tokens = 0, generated_tokens = 0;
+    int n_tool_calls = 0;   // calls the model wrote (valid or not; verify calls not counted)
+    int n_bad_calls = 0;    // of those: malformed JSON, unknown tool, or arguments failing the schema
     std::vector<run_turn> turns;
     std::vector<run_tool_call> calls;
     std::string journal_path;

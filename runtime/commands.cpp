@@ -6,6 +6,7 @@ namespace tachyon {
 // `tachyon --help` shows it.
 cli::command_spec make_version_command();
 cli::command_spec make_run_command();
+cli::command_spec make_eval_command();
 cli::command_spec make_generate_command();
 cli::command_spec make_tokenize_command();
 cli::command_spec make_quantize_command();
@@ -17,6 +18,7 @@ cli::command_spec make_runs_show_command();
 std::vector<cli::command_spec> all_commands() {
     std::vector<cli::command_spec> out;
     out.push_back(make_run_command());
+    out.push_back(make_eval_command());
     out.push_back(make_generate_command());
     out.push_back(make_tokenize_command());
     out.push_back(make_quantize_command());

@@ -1,8 +1,14 @@
 #include "runtime/tool_catalog.h"
 
+#include <simdjson.h>
+
+#include <charconv>
 #include <filesystem>
 
 #include "tools/builtin.h"
+#include "tools/http_get.h"
+#include "tools/read_file.h"
+#include "tools/shell.h"
 
 namespace tachyon {
 namespace {
@@ -16,15 +22,118 @@ bool is_log_tool(const std::string& name) {
     return false;
 }
 
+// A list setting: a JSON array of strings, or one string.
+result<std::vector<std::string>> string_list(const std::string& tool, const std::string& key, const std::string& value) {
+    if (value.empty() || value.front() != '[') return std::vector<std::string>{value};
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    if (parser.parse(simdjson::padded_string(value)).get(doc) || !doc.is_array()) {
+        return make_error(errc::invalid_argument, "tool " + tool + ": setting '" + key + "' must be a string or an array of strings");
+    }
+    std::vector<std::string> out;
+    for (auto e : doc.get_array()) {
+        std::string_view sv;
+        if (e.get_string().get(sv)) return make_error(errc::invalid_argument, "tool " + tool + ": setting '" + key + "' must hold strings only");
+        out.emplace_back(sv);
+    }
+    return out;
+}
+
+result<int64_t> integer_setting(const std::string& tool, const std::string& key, const std::string& value) {
+    int64_t out = 0;
+    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
+    if (ec != std::errc() || ptr != value.data() + value.size() || out <= 0) {
+        return make_error(errc::invalid_argument, "tool " + tool + ": setting '" + key + "' must be a positive integer, got '" + value + "'");
+    }
+    return out;
+}
+
+error unknown_setting(const std::string& tool, const std::string& key, const char* expected) {
+    return make_error(errc::invalid_argument, "tool " + tool + ": unknown setting '" + key + "' (expected: " + expected + ")");
+}
+
+result<std::shared_ptr<tools::tool>> make_general_tool(const std::string& name, const std::map<std::string, std::string>& settings) {
+    if (name == "read_file") {
+        tools::read_file_settings s;
+        for (const auto& [k, v] : settings) {
+            if (k == "roots") {
+                auto l = string_list(name, k, v);
+                if (!l) return l.err();
+                for (auto& r : *l) s.roots.emplace_back(r);
+            } else if (k == "max_bytes") {
+                auto n = integer_setting(name, k, v);
+                if (!n) return n.err();
+                s.max_bytes = static_cast<size_t>(*n);
+            } else {
+                return unknown_setting(name, k, "roots, max_bytes");
+            }
+        }
+        return tools::make_read_file_tool(s);
+    }
+    if (name == "shell") {
+        tools::shell_settings s;
+        for (const auto& [k, v] : settings) {
+            if (k == "allowed_programs") {
+                auto l = string_list(name, k, v);
+                if (!l) return l.err();
+                s.allowed_programs = *l;
+            } else if (k == "cwd") {
+                s.default_cwd = v;
+            } else if (k == "cwd_roots") {
+                auto l = string_list(name, k, v);
+                if (!l) return l.err();
+                for (auto& r : *l) s.cwd_roots.emplace_back(r);
+            } else if (k == "timeout_ms") {
+                auto n = integer_setting(name, k, v);
+                if (!n) return n.err();
+                s.default_timeout_ms = *n;
+            } else {
+                return unknown_setting(name, k, "allowed_programs, cwd, cwd_roots, timeout_ms");
+            }
+        }
+        return tools::make_shell_tool(s);
+    }
+    if (name == "http_get") {
+        tools::http_get_settings s;
+        for (const auto& [k, v] : settings) {
+            if (k == "allowed_hosts") {
+                auto l = string_list(name, k, v);
+                if (!l) return l.err();
+                s.allowed_hosts = *l;
+            } else if (k == "timeout_ms") {
+                auto n = integer_setting(name, k, v);
+                if (!n) return n.err();
+                s.read_timeout_ms = *n;
+            } else {
+                return unknown_setting(name, k, "allowed_hosts, timeout_ms");
+            }
+        }
+        return tools::make_http_get_tool(s);
+    }
+    return make_error(errc::not_found, "unknown tool '" + name + "'");
+}
+
 }  // namespace
 
-const std::vector<std::string>& builtin_tool_names() { return log_tool_names; }
+const std::vector<std::string>& builtin_tool_names() {
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> n = log_tool_names;
+        n.insert(n.end(), {"read_file", "shell", "http_get"});
+        return n;
+    }();
+    return names;
+}
 
 result<std::vector<std::shared_ptr<tools::tool>>> make_builtin_tools(const std::vector<tool_request>& requests) {
     std::map<std::string, tools::registry> by_root;  // one store per incident root
     std::vector<std::shared_ptr<tools::tool>> out;
     for (const auto& [name, settings] : requests) {
-        if (!is_log_tool(name)) return make_error(errc::not_found, "unknown tool '" + name + "'");
+        if (!is_log_tool(name)) {
+            auto t = make_general_tool(name, settings);
+            if (!t) return t.err();
+            out.push_back(std::move(t).value());
+            continue;
+        }
         for (const auto& [key, value] : settings) {
             if (key != "root") return make_error(errc::invalid_argument, "tool " + name + ": unknown setting '" + key + "' (expected: root)");
         }
