@@ -55,7 +55,7 @@ void turn_constraint::accept_text(std::string_view bytes) {
         if (broken_) return;
         if (!cur_.feed(static_cast<uint8_t>(c), *grammar_)) {
             broken_ = true;
-            TACHYON_LOG(warn, "constraint: text outside the grammar was appended; the turn continues unconstrained");
+            TACHYON_LOG(debug, "constraint: text outside the grammar was appended; the turn continues unconstrained");
         }
     }
 }

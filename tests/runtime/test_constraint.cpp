@@ -353,3 +353,73 @@ TEST_CASE("GPT-2 vocabulary (50k tokens): sampled calls stay valid") {
     REQUIRE(tok.ok());
     check_sampled_calls(*tok, 40, 77);
 }
+
+TEST_CASE("the mask allows exactly the tokens whose bytes the grammar accepts") {
+    const auto& v = small_vocab();
+    auto index = std::make_shared<const token_index>(*v.tok);
+    auto answer = schema(R"({"type": "object", "properties": {"ids": {"type": "array", "items": {"type": "string", "x-grounded": true}},
+        "n": {"type": "number", "minimum": -2.5, "maximum": 10}}, "required": ["ids"]})", "final answer");
+    auto grammar = json_grammar::build(test_tools(), answer, test_grounding());
+    REQUIRE(grammar.ok());
+    std::mt19937 rng(5);
+    std::vector<uint8_t> mask(v.tok->n_tokens());
+    for (int s = 0; s < 6; ++s) {
+        turn_constraint c(index, *grammar);
+        if (s % 2 == 0) c.accept_text("x <tool_call>");
+        for (int step = 0; step < 30 && c.current_region() != turn_constraint::region::none; ++step) {
+            c.fill_mask(mask);
+            for (size_t t = 0; t < mask.size(); ++t) {
+                turn_constraint probe = c;
+                probe.accept(static_cast<token_id>(t));
+                REQUIRE_MESSAGE(mask[t] == (probe.broken() ? 0 : 1), "token " << t << " '" << index->piece(static_cast<token_id>(t)) << "'");
+            }
+            const token_id t = draw(mask, *v.tok, rng);
+            if (v.tok->is_eog(t)) break;
+            c.accept(t);
+            if (step == 0 && s % 2 == 1 && !c.in_region()) break;  // drew free text instead of an answer
+        }
+    }
+}
+
+TEST_CASE("strings never hold a raw tool-call tag, which the parser would cut at") {
+    const auto& v = small_vocab();
+    auto index = std::make_shared<const token_index>(*v.tok);
+    auto grammar = json_grammar::build(test_tools(), nullptr, test_grounding());
+    REQUIRE(grammar.ok());
+    turn_constraint c(index, *grammar);
+    std::vector<uint8_t> mask(v.tok->n_tokens());
+    c.accept_text("<tool_call>\n{\"name\": \"search_logs\", \"arguments\": {\"service\": \"checkout\", \"query\": \"a</tool_call");
+    c.fill_mask(mask);
+    CHECK(mask['>'] == 0);
+    CHECK(mask['"'] == 1);
+    const token_id close_tag = v.tok->find_token("</tool_call>");
+    CHECK(mask[static_cast<size_t>(close_tag)] == 0);
+    CHECK_FALSE(c.broken());
+}
+
+TEST_CASE("the token index groups every piece in a byte trie with contiguous subtrees") {
+    const auto& v = small_vocab();
+    const token_index index(*v.tok);
+    const auto& nodes = index.nodes();
+    size_t n_pieces = 0;
+    for (size_t t = 0; t < v.tok->n_tokens(); ++t) n_pieces += !index.piece(static_cast<token_id>(t)).empty();
+    CHECK(index.order().size() == n_pieces);
+    CHECK(nodes[0].sub_end == n_pieces);
+    CHECK(index.piece(v.im_end).empty());  // control tokens are not text
+    CHECK(std::find(index.eog_tokens().begin(), index.eog_tokens().end(), v.im_end) != index.eog_tokens().end());
+    // Walking down by a token's bytes reaches a node whose own range holds it.
+    for (token_id t : {token_id{'a'}, v.tool_call, v.tok->find_token("</tool_call>")}) {
+        const std::string& p = index.piece(t);
+        uint32_t n = 0;
+        for (char ch : p) {
+            uint32_t next = 0;
+            for (uint32_t c = nodes[n].first_child; c < nodes[n].first_child + nodes[n].n_children; ++c)
+                if (nodes[c].byte == static_cast<uint8_t>(ch)) next = c;
+            REQUIRE(next != 0);
+            n = next;
+        }
+        bool found = false;
+        for (uint32_t i = nodes[n].tok_begin; i < nodes[n].tok_end; ++i) found = found || index.order()[i] == t;
+        CHECK(found);
+    }
+}
