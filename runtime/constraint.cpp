@@ -91,8 +91,15 @@ void turn_constraint::walk(uint32_t node, size_t level, uint8_t* allowed) {
     for (uint32_t ci = nd.first_child; ci < end; ++ci) {
         const token_index::node& c = nodes[ci];
         const cursor& cur = levels_[level];
-        if (c.plain_below && cur.r != region::none && cur.a.in_plain_string()) {
-            allow_range(c.tok_begin, c.sub_end, allowed);  // plain text inside a free string: all of it
+        if (token_index::is_plain_byte(c.byte) && cur.r != region::none && cur.a.in_plain_string()) {
+            // Plain text inside a free string changes nothing the mask depends
+            // on: allow a plain subtree at once, or go down with the same state.
+            if (c.plain_below) {
+                allow_range(c.tok_begin, c.sub_end, allowed);
+                continue;
+            }
+            allow_range(c.tok_begin, c.tok_end, allowed);
+            if (c.n_children > 0) walk(ci, level, allowed);
             continue;
         }
         cursor& next = levels_[level + 1];

@@ -683,7 +683,9 @@ bool json_automaton::can_end() const {
 bool json_automaton::in_plain_string() const {
     if (depth_ == 0) return false;
     const frame& f = top();
-    return f.k == kind::string && f.stage == k_normal && f.pos == 0 && !g_->nodes_[static_cast<size_t>(f.id)].s->max_length;
+    if (f.k != kind::string || f.stage != k_normal || f.pos != 0) return false;
+    const schema_node& s = *g_->nodes_[static_cast<size_t>(f.id)].s;
+    return !s.max_length && (!s.min_length || f.a >= *s.min_length);
 }
 
 }  // namespace tachyon

@@ -114,9 +114,10 @@ public:
     bool done() const { return depth_ == 0; }
     // The region may end here, without another byte (e.g. after a number).
     bool can_end() const;
-    // Inside a string with no length limit, where any printable ASCII byte
-    // other than '"', '\' and '<' is accepted and changes nothing that matters to
-    // the mask: the mask walk allows whole subtrees of such bytes at once.
+    // Inside a string with no maximum length, past its minimum, where a
+    // plain byte (token_index::is_plain_byte) is accepted and changes
+    // nothing that matters to the mask: the mask walk allows whole subtrees
+    // of such bytes at once and goes down others without copying the state.
     bool in_plain_string() const;
 
     void copy_from(const json_automaton& other) {

@@ -4,12 +4,6 @@
 
 namespace tachyon {
 
-namespace {
-// Bytes a free JSON string takes without a state change that matters ('<'
-// may start a tag the string must not contain).
-bool plain_byte(uint8_t c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != '<'; }
-}  // namespace
-
 token_index::token_index(const tokenizer& tok) {
     const size_t n = tok.n_tokens();
     pieces_.resize(n);
@@ -67,7 +61,7 @@ void token_index::fill(uint32_t self, uint32_t lo, uint32_t hi, size_t depth,
         fill(child, groups[g].first, groups[g].second, depth + 1, sorted);
         all_plain = all_plain && nodes_[child].plain_below;
     }
-    nodes_[self].plain_below = all_plain && (depth == 0 || plain_byte(nodes_[self].byte));
+    nodes_[self].plain_below = all_plain && (depth == 0 || is_plain_byte(nodes_[self].byte));
 }
 
 }  // namespace tachyon

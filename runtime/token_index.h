@@ -23,10 +23,15 @@ public:
         uint32_t tok_end = 0;
         uint32_t sub_end = 0;      // tokens of the whole subtree: order()[tok_begin, sub_end)
         uint8_t byte = 0;          // the edge from the parent
-        bool plain_below = false;  // every byte of every piece below, this edge included, is printable ASCII but '"', '\' and '<'
+        bool plain_below = false;  // every byte below, this edge included, is_plain_byte
     };
 
     explicit token_index(const tokenizer& tok);
+
+    // Bytes a free JSON string takes without a state change that matters to
+    // the mask: printable ASCII but '"', '\' and '<' (which may start a tag
+    // a string must not hold).
+    static bool is_plain_byte(uint8_t c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != '<'; }
 
     const std::vector<node>& nodes() const { return nodes_; }  // [n_nodes]; 0 is the root
     const std::vector<token_id>& order() const { return order_; }
