@@ -6,7 +6,10 @@
 #include <map>
 #include <random>
 
+#include <unistd.h>
+
 #include "inference/gguf.h"
+#include "inference/model_writer.h"
 #include "runtime/tool_call_parser.h"
 
 using namespace tachyon;
@@ -421,5 +424,62 @@ TEST_CASE("the token index groups every piece in a byte trie with contiguous sub
         bool found = false;
         for (uint32_t i = nodes[n].tok_begin; i < nodes[n].tok_end; ++i) found = found || index.order()[i] == t;
         CHECK(found);
+    }
+}
+
+TEST_CASE("through the engine's mask callback, a random-weight model writes only valid calls") {
+    const auto& v = small_vocab();
+    synthetic_llama_shape shape;
+    shape.n_vocab = static_cast<int>(v.tok->n_tokens());
+    shape.n_embd = 64;
+    shape.n_layer = 2;
+    shape.n_head = 4;
+    shape.n_head_kv = 2;
+    shape.n_ff = 96;
+    shape.n_ctx = 1024;
+    const std::string path = (fs::temp_directory_path() / ("tachyon_constraint_" + std::to_string(::getpid()) + ".gguf")).string();
+    REQUIRE(write_synthetic_llama(path, shape, tensor_type::f32, 11).ok());
+    engine_options o;
+    o.n_ctx = 1024;
+    auto e = engine::open(path, o);
+    fs::remove(path);
+    REQUIRE_MESSAGE(e.ok(), (e.ok() ? "" : e.err().message));
+    auto index = std::make_shared<const token_index>(*v.tok);
+    auto tools = test_tools();
+    tools.resize(2);  // search_logs and get_trace: bounded strings, so calls end within the budget
+    const auto grounding = test_grounding();
+    auto grammar = json_grammar::build(tools, nullptr, grounding);
+    REQUIRE(grammar.ok());
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+        turn_constraint c(index, *grammar);
+        c.accept(v.tool_call);  // the prompt ends with the trigger: the region starts now
+        const session_id s = (*e)->create_session();
+        std::string text;
+        request r;
+        r.session = s;
+        r.append = {v.tool_call};
+        r.max_tokens = 400;
+        r.sampling.temperature = 2.0f;
+        r.sampling.top_k = 0;
+        r.sampling.top_p = 1.0f;
+        r.sampling.min_p = 0.0f;
+        r.sampling.seed = seed;
+        r.constrain = c.as_mask_callback();
+        r.on_token = [&](int32_t t) {
+            text += v.tok->token_to_piece(t);
+            return text.find("</tool_call>") == std::string::npos;
+        };
+        const request_stats stats = (*e)->run(std::move(r));
+        (*e)->close_session(s);
+        REQUIRE_MESSAGE(stats.finish == finish_reason::stop, stats.error << " after " << text);
+        tool_call_parser p;
+        std::vector<tool_call_event> ev;
+        p.feed("<tool_call>" + text, ev);
+        p.finish(ev);
+        REQUIRE_MESSAGE(!ev.empty(), text);
+        REQUIRE_MESSAGE(ev[0].type == tool_call_event::kind::call_complete, ev[0].message << "\n" << text);
+        const grammar_tool* tool = ev[0].name == "search_logs" ? &tools[0] : &tools[1];
+        auto valid = tool->schema->validate(ev[0].arguments_json, &grounding);
+        CHECK_MESSAGE(valid.ok(), (valid.ok() ? "" : valid.err().message));
     }
 }
