@@ -1,0 +1,82 @@
+// Test support: a "model" that emits a script. Every forward call that asks
+// for logits makes the next scripted token the only likely one, so the agent
+// loop can be driven deterministically through tool calls, answers, errors
+// and budgets without a trained model. Used by unit tests only.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "inference/chat_template.h"
+#include "inference/model.h"
+#include "inference/tokenizer.h"
+#include "inference/vocab.h"
+
+namespace scripted {
+
+// A byte-level vocabulary (no merges) with the ChatML and tool-call markers.
+inline tachyon::tokenizer chatml_tokenizer() {
+    tachyon::byte_level_bpe_builder b;
+    tachyon::token_id end = b.add_special("<|im_end|>");
+    b.add_special("<|im_start|>");
+    b.add_special("<|endoftext|>");
+    b.add_special("<tool_call>");
+    b.add_special("</tool_call>");
+    b.add_special("<tool_response>");
+    b.add_special("</tool_response>");
+    tachyon::vocab v = b.build("qwen2");
+    v.eos_id = end;
+    v.eot_id = end;
+    auto t = tachyon::tokenizer::create(std::move(v));
+    return std::move(t).value();
+}
+
+class model final : public tachyon::model {
+public:
+    // Each turn is emitted followed by <|im_end|>.
+    model(const tachyon::tokenizer& tok, const std::vector<std::string>& turns) {
+        hparams_.arch = "scripted";
+        hparams_.n_vocab = static_cast<int>(tok.n_tokens());
+        hparams_.n_embd = 8;
+        hparams_.n_layer = 1;
+        hparams_.n_head = 1;
+        hparams_.n_head_kv = 1;
+        hparams_.head_dim = 8;
+        hparams_.n_rot = 8;
+        hparams_.n_ff = 8;
+        hparams_.n_ctx_train = 1 << 16;
+        const tachyon::token_id end = tok.find_token("<|im_end|>");
+        for (const auto& t : turns) {
+            for (auto id : tok.encode(t, {.add_special = false, .parse_special = true})) script_.push_back(id);
+            script_.push_back(end);
+        }
+    }
+
+    void forward(tachyon::kernel_context&, const tachyon::forward_batch& batch, tachyon::kv_cache&, float* logits) override {
+        std::lock_guard lock(mutex_);
+        const size_t n_vocab = static_cast<size_t>(hparams_.n_vocab);
+        size_t row = 0;
+        for (size_t i = 0; i < batch.size(); ++i) {
+            if (!batch.logits[i]) continue;
+            float* l = logits + row * n_vocab;
+            std::fill(l, l + n_vocab, 0.0f);
+            // Past the script: keep ending turns.
+            tachyon::token_id next = script_.empty() ? end_fallback_ : script_.front();
+            if (!script_.empty()) script_.pop_front();
+            l[static_cast<size_t>(next)] = 10.0f;
+            ++row;
+        }
+    }
+
+    void set_fallback(tachyon::token_id id) { end_fallback_ = id; }
+
+private:
+    std::mutex mutex_;
+    std::deque<tachyon::token_id> script_;
+    tachyon::token_id end_fallback_ = 0;
+};
+
+}  // namespace scripted

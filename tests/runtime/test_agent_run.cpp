@@ -1,0 +1,261 @@
+#include "runtime/agent_run.h"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "runtime/agent_service.h"
+#include "runtime/journal.h"
+#include "tests/runtime/scripted_model.h"
+#include "tests/tools/incident_fixture.h"
+
+using namespace tachyon;
+
+namespace {
+
+const char* k_answer_ok =
+    R"({"root_cause_service": "payments-db", "fault_type": "connection_pool_exhaustion", "first_bad_timestamp": "2026-03-14T14:04:58Z", "evidence": ["payments-db:3", "payments-db:6"]})";
+const char* k_answer_wrong =
+    R"({"root_cause_service": "payments", "fault_type": "connection_pool_exhaustion", "first_bad_timestamp": "2026-03-14T14:05:10.100Z", "evidence": ["payments:2", "payments:3"]})";
+
+const char* k_output_schema =
+    R"({"type":"object","properties":{"root_cause_service":{"type":"string"},"fault_type":{"type":"string"},"first_bad_timestamp":{"type":"string"},"evidence":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["root_cause_service","fault_type","first_bad_timestamp","evidence"],"additionalProperties":false})";
+
+std::string call(const std::string& name, const std::string& args) {
+    return "<tool_call>\n{\"name\": \"" + name + "\", \"arguments\": " + args + "}\n</tool_call>";
+}
+
+// A slow tool for timeouts: sleeps `ms` unless cancelled.
+class sleepy_tool : public tools::tool {
+public:
+    explicit sleepy_tool(int ms) : ms_(ms) {}
+    std::string_view name() const override { return "sleepy"; }
+    std::string_view description() const override { return "Sleeps."; }
+    std::string_view parameters_schema() const override { return R"({"type":"object","properties":{},"additionalProperties":false})"; }
+    result<std::string> invoke(std::string_view, const tools::call_context& ctx) override {
+        for (int i = 0; i < ms_ / 5; ++i) {
+            if (ctx.cancelled()) return make_error(errc::cancelled, "sleepy: cancelled");
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        return std::string("rested");
+    }
+
+private:
+    int ms_;
+};
+
+struct harness {
+    incident_fixture::temp_root root{"agent_run"};
+    incident_fixture::temp_root journal_dir{"agent_run_journal"};
+    std::shared_ptr<agent_definition> agent = std::make_shared<agent_definition>();
+
+    harness() {
+        incident_fixture::write_incident(root.path);
+        agent->file = "test-agent.json";
+        agent->name = "test-agent";
+        agent->instructions = "Find the root cause in {incident_dir}.";
+        agent->chat_format = "chatml";
+        for (const char* t : {"error_summary", "get_trace", "search_logs", "recent_changes"})
+            agent->tools.push_back({t, {{"root", "{incident_dir}"}}, std::nullopt});
+        agent_verify_check check;
+        check.tool = "verify_root_cause";
+        check.arguments = {{"service", "$.root_cause_service"},
+                           {"fault_type", "$.fault_type"},
+                           {"first_bad_timestamp", "$.first_bad_timestamp"},
+                           {"evidence", "$.evidence"}};
+        check.settings = {{"root", "{incident_dir}"}};
+        agent->verify.push_back(check);
+        agent->output_schema = k_output_schema;
+    }
+
+    run_outcome run(const std::vector<std::string>& turns, run_switches sw = {}, std::vector<std::shared_ptr<tools::tool>> custom = {},
+                    std::shared_ptr<std::atomic<bool>> cancel = nullptr) {
+        auto tok = scripted::chatml_tokenizer();
+        auto m = std::make_unique<scripted::model>(tok, turns);
+        m->set_fallback(tok.find_token("<|im_end|>"));
+        engine_options eo;
+        eo.n_ctx = 1 << 15;
+        auto host = model_host::create(std::move(m), tok, chat_format::chatml, eo);
+        boost::asio::thread_pool pool(2);
+        run_request req;
+        req.agent = agent;
+        req.task = "users report checkout 502s since ~14:05 UTC, find the root cause";
+        req.inputs = {{"incident_dir", root.path.string()}};
+        req.switches = sw;
+        req.journal_dir = journal_dir.path.string();
+        req.custom_tools = std::move(custom);
+        service_options so;
+        agent_service service(so);
+        // The service would open the model from a file; drive run_agent directly with the scripted host.
+        boost::asio::io_context io;
+        run_outcome out;
+        run_environment env{host, &pool, nullptr, cancel ? cancel : std::make_shared<std::atomic<bool>>(false)};
+        boost::asio::co_spawn(boost::asio::make_strand(io), run_agent(env, req), [&](std::exception_ptr e, run_outcome o) {
+            REQUIRE_FALSE(e);
+            out = std::move(o);
+        });
+        io.run();
+        pool.join();
+        return out;
+    }
+};
+
+}  // namespace
+
+TEST_CASE("a scripted run calls a tool, answers, passes verification and writes its journal") {
+    harness h;
+    auto out = h.run({call("error_summary", "{}"), k_answer_ok});
+    CHECK(out.state == "succeeded");
+    CHECK(out.verified);
+    CHECK(out.steps == 2);
+    CHECK(out.verify_attempts == 1);
+    REQUIRE(out.calls.size() == 2);  // the tool call and the verify call
+    CHECK(out.calls[0].name == "error_summary");
+    CHECK(out.calls[0].ok);
+    CHECK(out.calls[0].early);  // dispatched while the turn was still decoding
+    CHECK(out.calls[0].result.find("payments-db") != std::string::npos);
+    CHECK(out.answer.find("\"root_cause_service\":\"payments-db\"") != std::string::npos);
+    // The second turn prefilled only the tool response, not the conversation again.
+    REQUIRE(out.turns.size() == 2);
+    CHECK(out.turns[1].reused_tokens > out.turns[0].prefill_tokens);
+    CHECK(out.turns[1].prefill_tokens < out.turns[0].prefill_tokens);
+
+    auto log = journal::read_journal(out.journal_path);
+    REQUIRE(log.ok());
+    CHECK(log->warnings.empty());
+    CHECK(log->start() != nullptr);
+    REQUIRE(log->final_answer() != nullptr);
+    CHECK(log->final_answer()->verified);
+    REQUIRE(log->end() != nullptr);
+    CHECK(log->end()->state == journal::run_state::succeeded);
+}
+
+TEST_CASE("a rejected answer goes back to the model, which corrects it") {
+    harness h;
+    auto out = h.run({k_answer_wrong, call("search_logs", R"({"service": "payments-db", "level": "ERROR"})"), k_answer_ok});
+    CHECK(out.verified);
+    CHECK(out.verify_attempts == 2);
+    CHECK(out.steps == 3);
+    // The feedback the model read names the dependency that failed first.
+    REQUIRE(out.turns.size() == 3);
+}
+
+TEST_CASE("verification retries are bounded") {
+    harness h;
+    h.agent->max_verify_retries = 1;
+    auto out = h.run({k_answer_wrong, k_answer_wrong, k_answer_wrong});
+    CHECK_FALSE(out.verified);
+    CHECK(out.state == "failed");
+    CHECK(out.verify_attempts == 2);
+    CHECK(out.error.find("did not pass verification") != std::string::npos);
+}
+
+TEST_CASE("unknown tools, bad arguments and malformed calls become errors the model reads") {
+    harness h;
+    auto out = h.run({call("delete_database", "{}") + "\n" + call("search_logs", R"({"limit": 500})") +
+                          "\n<tool_call>\n{\"name\": \"search_logs\", \"arguments\": {oops}\n</tool_call>",
+                      k_answer_ok});
+    CHECK(out.verified);
+    CHECK(out.calls.size() == 1);  // only the verify call ran; the three bad calls never reached a tool
+    CHECK(out.steps == 2);
+}
+
+TEST_CASE("calls of one turn run concurrently; with early dispatch off they start after the turn") {
+    harness h;
+    h.agent->tools.push_back({"sleepy", {}, std::nullopt});
+    std::vector<std::shared_ptr<tools::tool>> custom{std::make_shared<sleepy_tool>(200)};
+    const std::string turn = call("sleepy", "{}") + "\n" + call("sleepy", "{}") + "\n" + call("sleepy", "{}");
+    auto parallel = h.run({turn, k_answer_ok}, {}, custom);
+    REQUIRE(parallel.calls.size() == 4);
+    // Three 200 ms calls overlapping: the turn's tool wait is well under their sum.
+    CHECK(parallel.tool_wait_ms < 450);
+    CHECK(parallel.calls[0].early);
+
+    run_switches seq;
+    seq.early_dispatch = false;
+    seq.parallel_tools = false;
+    auto sequential = h.run({turn, k_answer_ok}, seq, custom);
+    REQUIRE(sequential.calls.size() == 4);
+    CHECK_FALSE(sequential.calls[0].early);
+    CHECK(sequential.calls[1].start_ms >= sequential.calls[0].end_ms);
+    CHECK(sequential.calls[2].start_ms >= sequential.calls[1].end_ms);
+}
+
+TEST_CASE("a tool that hangs is cut off at its timeout and the run goes on") {
+    harness h;
+    h.agent->tools.push_back({"sleepy", {}, int64_t{50}});
+    std::vector<std::shared_ptr<tools::tool>> custom{std::make_shared<sleepy_tool>(5000)};
+    auto out = h.run({call("sleepy", "{}"), k_answer_ok}, {}, custom);
+    CHECK(out.verified);
+    REQUIRE(out.calls.size() >= 1);
+    CHECK_FALSE(out.calls[0].ok);
+    CHECK(out.calls[0].result.find("timed out after 50 ms") != std::string::npos);
+    CHECK(out.calls[0].end_ms - out.calls[0].start_ms < 1000);
+}
+
+TEST_CASE("budgets: max_steps and the deadline end the run with budget_exhausted") {
+    harness h;
+    h.agent->budgets.max_steps = 2;
+    auto out = h.run({call("error_summary", "{}"), call("error_summary", "{}"), call("error_summary", "{}"), k_answer_ok});
+    CHECK(out.state == "budget_exhausted");
+    CHECK(out.steps == 2);
+    CHECK(out.error.find("max_steps") != std::string::npos);
+
+    harness h2;
+    h2.agent->tools.push_back({"sleepy", {}, std::nullopt});
+    h2.agent->budgets.deadline_ms = 100;
+    std::vector<std::shared_ptr<tools::tool>> custom{std::make_shared<sleepy_tool>(3000)};
+    auto late = h2.run({call("sleepy", "{}"), k_answer_ok}, {}, custom);
+    CHECK(late.state == "budget_exhausted");
+    CHECK(late.error.find("deadline") != std::string::npos);
+
+    harness h3;
+    h3.agent->budgets.max_tokens = 10;
+    auto wordy = h3.run({call("error_summary", "{}"), k_answer_ok});
+    CHECK(wordy.state == "budget_exhausted");
+}
+
+TEST_CASE("cancellation stops a run in a tool wait and closes the journal") {
+    harness h;
+    h.agent->tools.push_back({"sleepy", {}, std::nullopt});
+    std::vector<std::shared_ptr<tools::tool>> custom{std::make_shared<sleepy_tool>(5000)};
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
+    std::thread canceller([cancel] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        cancel->store(true);
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    auto out = h.run({call("sleepy", "{}"), k_answer_ok}, {}, custom, cancel);
+    canceller.join();
+    CHECK(out.state == "cancelled");
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3));
+    auto log = journal::read_journal(out.journal_path);
+    REQUIRE(log.ok());
+    REQUIRE(log->end() != nullptr);
+    CHECK(log->end()->state == journal::run_state::cancelled);
+}
+
+TEST_CASE("without kv_retain every turn prefills the whole conversation") {
+    harness h;
+    run_switches sw;
+    sw.kv_retain = false;
+    auto out = h.run({call("error_summary", "{}"), k_answer_ok}, sw);
+    CHECK(out.verified);
+    REQUIRE(out.turns.size() == 2);
+    CHECK(out.turns[1].reused_tokens == 0);
+    CHECK(out.turns[1].prefill_tokens > out.turns[0].prefill_tokens);
+}
+
+TEST_CASE("a missing input for a placeholder is a clear error") {
+    harness h;
+    h.agent->instructions = "Look at {incident_dir} and {other_thing}.";
+    auto out = h.run({k_answer_ok});
+    CHECK(out.state == "failed");
+    CHECK(out.error.find("{other_thing}") != std::string::npos);
+}
