@@ -37,10 +37,16 @@ std::vector<tool_call_event> parse(std::string_view text, tool_call_syntax synta
 
 std::string describe(const std::vector<tool_call_event>& ev) {
     std::string s;
+    // Appends one piece at a time: `"C" + to_string()` chains trip a false -Wrestrict in g++ 12.
     for (const auto& e : ev) {
-        if (e.type == kind::text) s += "T[" + e.text + "]";
-        else if (e.type == kind::call_complete) s += "C" + std::to_string(e.index) + "[" + e.name + "|" + e.arguments_json + "]";
-        else s += "E" + std::to_string(e.index) + "[" + e.message + "]";
+        if (e.type == kind::text) {
+            s.append("T[").append(e.text).append("]");
+            continue;
+        }
+        s.append(e.type == kind::call_complete ? "C" : "E").append(std::to_string(e.index)).append("[");
+        if (e.type == kind::call_complete) s.append(e.name).append("|").append(e.arguments_json);
+        else s.append(e.message);
+        s.append("]");
     }
     return s;
 }

@@ -1,0 +1,691 @@
+#include "runtime/json_grammar.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+namespace tachyon {
+
+namespace {
+
+// Frame stages shared by containers; finished frames are popped at once.
+constexpr uint8_t k_done = 255;
+// object / array
+constexpr uint8_t k_first = 0, k_in_key = 1, k_in_value = 2, k_after_value = 3, k_comma = 4, k_need_next = 5;
+// string
+constexpr uint8_t k_normal = 0, k_escape = 1, k_hex = 2, k_utf8 = 3;
+// number
+constexpr uint8_t k_start = 0, k_minus = 1, k_zero = 2, k_int = 3, k_dot = 4, k_frac = 5, k_e = 6, k_esign = 7, k_exp = 8;
+// call
+constexpr uint8_t k_call_open = 1, k_call_name = 2, k_call_args = 3, k_call_close = 4;
+
+constexpr uint32_t k_max_int_digits = 18;
+constexpr uint32_t k_max_frac_digits = 20;
+
+bool is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
+bool is_hex(uint8_t c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+}  // namespace
+
+std::string json_quote(std::string_view s) {
+    static const char* hex = "0123456789abcdef";
+    std::string out = "\"";
+    for (char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        if (c == '"') out += "\\\"";
+        else if (c == '\\') out += "\\\\";
+        else if (c == '\n') out += "\\n";
+        else if (c == '\t') out += "\\t";
+        else if (c == '\r') out += "\\r";
+        else if (c < 0x20) {
+            out += "\\u00";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        } else out += ch;
+    }
+    return out + "\"";
+}
+
+// --- compilation --------------------------------------------------------------
+
+int32_t json_grammar::add_list(std::vector<std::pair<std::string, uint8_t>> items) {
+    std::sort(items.begin(), items.end());
+    items.erase(std::unique(items.begin(), items.end(), [](const auto& x, const auto& y) { return x.first == y.first; }),
+                items.end());
+    choice_list l;
+    for (auto& [text, payload] : items) {
+        l.texts.push_back(std::move(text));
+        l.payload.push_back(payload);
+    }
+    lists_.push_back(std::move(l));
+    return static_cast<int32_t>(lists_.size() - 1);
+}
+
+int32_t json_grammar::add_literal(std::string text) {
+    literals_.push_back(std::move(text));
+    return static_cast<int32_t>(literals_.size() - 1);
+}
+
+result<int32_t> json_grammar::add_schema(const json_schema& schema, const grounded_values& grounding) {
+    const auto base = static_cast<int32_t>(nodes_.size());
+    for (size_t i = 0; i < schema.n_nodes(); ++i) nodes_.push_back(gnode{&schema.node(static_cast<int>(i)), base});
+    // Walk the tree from the root to know each node's grounding path.
+    std::vector<std::pair<int, std::string>> todo{{0, ""}};
+    while (!todo.empty()) {
+        auto [local, path] = std::move(todo.back());
+        todo.pop_back();
+        gnode& n = nodes_[static_cast<size_t>(base + local)];
+        const schema_node& s = *n.s;
+        if (s.properties.size() > 64)
+            return make_error(errc::unsupported, "schema of " + schema.label() + ": more than 64 properties at '" + path + "'");
+        if (!s.properties.empty()) {
+            std::vector<std::pair<std::string, uint8_t>> keys;
+            for (size_t p = 0; p < s.properties.size(); ++p) keys.emplace_back(json_quote(s.properties[p].first), static_cast<uint8_t>(p));
+            n.keys = add_list(std::move(keys));
+            for (const auto& r : s.required) {
+                for (size_t p = 0; p < s.properties.size(); ++p)
+                    if (s.properties[p].first == r) n.required_mask |= uint64_t{1} << p;
+            }
+        }
+        if (s.has_enum) {
+            std::vector<std::pair<std::string, uint8_t>> values;
+            for (const auto& e : s.enum_json) values.emplace_back(e, 0);
+            n.values = add_list(std::move(values));
+        } else if (s.grounded && (s.types & json_types::string)) {
+            const auto& candidates = grounding.for_path(path);
+            if (!candidates.empty()) {
+                std::vector<std::pair<std::string, uint8_t>> values;
+                for (const auto& c : candidates) values.emplace_back(json_quote(c), 0);
+                if (s.types & json_types::null) values.emplace_back("null", 0);
+                n.values = add_list(std::move(values));
+            }
+        }
+        for (const auto& [name, child] : s.properties) todo.emplace_back(child, path.empty() ? name : path + "." + name);
+        if (s.items >= 0) todo.emplace_back(s.items, path + "[]");
+    }
+    return base;
+}
+
+result<std::shared_ptr<const json_grammar>> json_grammar::build(std::vector<grammar_tool> tools,
+                                                               std::shared_ptr<const json_schema> answer,
+                                                               const grounded_values& grounding) {
+    if (tools.size() > 64) return make_error(errc::unsupported, "constrained decoding: more than 64 tools");
+    auto g = std::make_shared<json_grammar>();
+    // Schemas without one (tools that declared none) share an "any object" schema.
+    auto any_object = std::make_shared<const json_schema>(json_schema::any_object());
+    std::vector<std::pair<std::string, uint8_t>> names;
+    for (size_t t = 0; t < tools.size(); ++t) {
+        const auto& schema = tools[t].schema ? tools[t].schema : any_object;
+        auto root = g->add_schema(*schema, grounding);
+        if (!root.ok()) return root.err();
+        g->tools_.push_back(*root);
+        names.emplace_back(json_quote(tools[t].name), static_cast<uint8_t>(t));
+    }
+    if (!tools.empty()) g->tool_names_ = g->add_list(std::move(names));
+    if (answer) {
+        auto root = g->add_schema(*answer, grounding);
+        if (!root.ok()) return root.err();
+        g->answer_root_ = *root;
+    }
+    g->any_node_ = static_cast<int32_t>(g->nodes_.size());
+    g->nodes_.push_back(gnode{&g->any_schema_, g->any_node_});
+    g->lit_call_open_ = g->add_literal("\n{\"name\": ");
+    g->lit_call_args_ = g->add_literal(", \"arguments\": ");
+    g->lit_call_close_ = g->add_literal("}\n</tool_call>");
+    g->lit_colon_ = g->add_literal(": ");
+    g->lit_true_ = g->add_literal("true");
+    g->lit_false_ = g->add_literal("false");
+    g->lit_null_ = g->add_literal("null");
+    // Schemas are owned by the caller's tools and answer; keep them alive with the grammar.
+    g->owned_.push_back(any_object);
+    for (auto& t : tools)
+        if (t.schema) g->owned_.push_back(t.schema);
+    if (answer) g->owned_.push_back(answer);
+    return std::shared_ptr<const json_grammar>(std::move(g));
+}
+
+// --- automaton ----------------------------------------------------------------
+
+bool json_automaton::push(const frame& f) {
+    if (depth_ >= max_depth) return false;
+    stack_[static_cast<size_t>(depth_++)] = f;
+    return true;
+}
+
+bool json_automaton::push_literal(int32_t lit) {
+    frame f;
+    f.k = kind::literal;
+    f.id = lit;
+    return push(f);
+}
+
+bool json_automaton::push_value(int32_t node) {
+    frame f;
+    f.k = kind::value;
+    f.id = node;
+    return push(f);
+}
+
+bool json_automaton::push_choice(int32_t list, uint64_t excluded) {
+    frame f;
+    f.k = kind::choice;
+    f.id = list;
+    f.a = 0;
+    f.b = static_cast<uint32_t>(g_->lists_[static_cast<size_t>(list)].texts.size());
+    f.bits = excluded;
+    return push(f);
+}
+
+void json_automaton::start_tool_call() {
+    depth_ = 0;
+    frame f;
+    f.k = kind::call;
+    f.stage = k_call_open;
+    push(f);
+    push_literal(g_->lit_call_open_);
+}
+
+void json_automaton::start_answer() {
+    depth_ = 0;
+    push_value(g_->answer_root_);
+}
+
+namespace {
+bool excluded(uint64_t bits, uint32_t i) { return i < 64 && ((bits >> i) & 1) != 0; }
+}  // namespace
+
+bool json_automaton::frame_finished(const frame& f) const {
+    switch (f.k) {
+        case kind::literal: return f.pos == g_->literals_[static_cast<size_t>(f.id)].size();
+        case kind::choice: {
+            const auto& texts = g_->lists_[static_cast<size_t>(f.id)].texts;
+            if (texts[f.a].size() != f.pos || excluded(f.bits, f.a)) return false;
+            for (uint32_t i = f.a + 1; i < f.b; ++i)
+                if (!excluded(f.bits, i)) return false;  // a longer candidate may still follow
+            return true;
+        }
+        case kind::number:
+        case kind::value: return false;
+        default: return f.stage == k_done;
+    }
+}
+
+bool json_automaton::frame_can_end(const frame& f) const {
+    if (f.k == kind::choice) {
+        const auto& texts = g_->lists_[static_cast<size_t>(f.id)].texts;
+        return texts[f.a].size() == f.pos && !excluded(f.bits, f.a);
+    }
+    if (f.k == kind::number) {
+        if (f.stage != k_zero && f.stage != k_int && f.stage != k_frac && f.stage != k_exp) return false;
+        const schema_node& s = *g_->nodes_[static_cast<size_t>(f.id)].s;
+        if (!s.minimum && !s.maximum) return true;
+        return number_feasible(s, f, true);
+    }
+    return frame_finished(f);
+}
+
+void json_automaton::pop_finished() {
+    while (depth_ > 0 && frame_finished(top())) {
+        const frame child = top();
+        --depth_;
+        if (depth_ > 0) resume_parent(child);
+    }
+}
+
+void json_automaton::resume_parent(const frame& child) {
+    frame& f = top();
+    // A value not started yet sits under the literal before it (": ", the
+    // call's `, "arguments": `): it is simply next.
+    if (f.k == kind::value) return;
+    const json_grammar::gnode* n = f.k == kind::call ? nullptr : &g_->nodes_[static_cast<size_t>(f.id)];
+    switch (f.k) {
+        case kind::call:
+            if (f.stage == k_call_open) {
+                f.stage = k_call_name;
+                push_choice(g_->tool_names_, 0);
+            } else if (f.stage == k_call_name) {
+                const uint8_t tool = g_->lists_[static_cast<size_t>(g_->tool_names_)].payload[child.a];
+                f.stage = k_call_args;
+                push_value(g_->tools_[tool]);
+                push_literal(g_->lit_call_args_);
+            } else if (f.stage == k_call_args) {
+                f.stage = k_call_close;
+                push_literal(g_->lit_call_close_);
+            } else {
+                f.stage = k_done;
+            }
+            break;
+        case kind::object:
+            if (f.stage == k_in_key) {
+                int32_t value_node = g_->any_node_;
+                if (child.k == kind::choice) {
+                    const uint8_t p = g_->lists_[static_cast<size_t>(n->keys)].payload[child.a];
+                    f.bits |= uint64_t{1} << p;
+                    value_node = n->child(n->s->properties[p].second);
+                }
+                f.stage = k_in_value;
+                // A failed push (too deep) leaves the object waiting; the next byte is rejected.
+                if (push_value(value_node)) push_literal(g_->lit_colon_);
+            } else if (f.stage == k_in_value) {
+                f.stage = k_after_value;
+            }
+            break;
+        case kind::array:
+            if (f.stage == k_in_value) {
+                ++f.a;
+                f.stage = k_after_value;
+            }
+            break;
+        default: TACHYON_ASSERT(false, "a frame of this kind has no children");
+    }
+}
+
+json_automaton::step json_automaton::consume(frame& f, uint8_t c) {
+    switch (f.k) {
+        case kind::literal: {
+            const std::string& lit = g_->literals_[static_cast<size_t>(f.id)];
+            if (f.pos < lit.size() && static_cast<uint8_t>(lit[f.pos]) == c) {
+                ++f.pos;
+                return step::consumed;
+            }
+            return step::reject;
+        }
+        case kind::choice: return consume_choice(f, c);
+        case kind::value: return consume_value(f, c);
+        case kind::string: return consume_string(f, c);
+        case kind::number: return consume_number(f, c);
+        case kind::call: return step::reject;
+        case kind::object: {
+            const json_grammar::gnode& n = g_->nodes_[static_cast<size_t>(f.id)];
+            const schema_node& s = *n.s;
+            const bool required_done = (f.bits & n.required_mask) == n.required_mask;
+            const bool more_keys = n.keys >= 0 ? std::popcount(f.bits) < static_cast<int>(s.properties.size())
+                                                : s.additional_properties;
+            if (f.stage == k_first || f.stage == k_after_value) {
+                if (c == '}' && required_done) {
+                    f.stage = k_done;
+                    return step::consumed;
+                }
+                if (f.stage == k_after_value) {
+                    if (c != ',' || !more_keys) return step::reject;
+                    f.stage = k_comma;
+                    return step::consumed;
+                }
+            }
+            if (f.stage == k_comma) {
+                if (c != ' ') return step::reject;
+                f.stage = k_need_next;
+                return step::consumed;
+            }
+            if ((f.stage == k_first || f.stage == k_need_next) && c == '"' && more_keys) {
+                f.stage = k_in_key;
+                if (n.keys >= 0) {
+                    const auto& l = g_->lists_[static_cast<size_t>(n.keys)];
+                    uint64_t ex = 0;
+                    for (size_t i = 0; i < l.payload.size(); ++i)
+                        if ((f.bits >> l.payload[i]) & 1) ex |= uint64_t{1} << i;
+                    return push_choice(n.keys, ex) ? step::retry : step::reject;
+                }
+                frame key;  // a free key: a string frame after the quote consumed here
+                key.k = kind::string;
+                key.id = g_->any_node_;
+                return push(key) ? step::consumed : step::reject;
+            }
+            return step::reject;
+        }
+        case kind::array: {
+            const schema_node& s = *g_->nodes_[static_cast<size_t>(f.id)].s;
+            const int32_t item = s.items >= 0 ? g_->nodes_[static_cast<size_t>(f.id)].child(s.items) : g_->any_node_;
+            const bool more = !s.max_items || f.a < *s.max_items;
+            const bool enough = !s.min_items || f.a >= *s.min_items;
+            if ((f.stage == k_first || f.stage == k_after_value) && c == ']' && enough) {
+                f.stage = k_done;
+                return step::consumed;
+            }
+            if (f.stage == k_after_value) {
+                if (c != ',' || !more) return step::reject;
+                f.stage = k_comma;
+                return step::consumed;
+            }
+            if (f.stage == k_comma) {
+                if (c != ' ') return step::reject;
+                f.stage = k_need_next;
+                return step::consumed;
+            }
+            if ((f.stage == k_first || f.stage == k_need_next) && more) {
+                f.stage = k_in_value;
+                return push_value(item) ? step::retry : step::reject;
+            }
+            return step::reject;
+        }
+    }
+    return step::reject;
+}
+
+json_automaton::step json_automaton::consume_choice(frame& f, uint8_t c) {
+    const auto& texts = g_->lists_[static_cast<size_t>(f.id)].texts;
+    const uint32_t pos = f.pos;
+    // Candidates in [a, b) share their first pos bytes; those continuing
+    // with c are contiguous. key(i): the byte at pos, -1 for a text that ends.
+    auto key = [&](uint32_t i) { return texts[i].size() > pos ? static_cast<int>(static_cast<uint8_t>(texts[i][pos])) : -1; };
+    uint32_t lo = f.a, hi = f.b;
+    {
+        uint32_t l = lo, h = hi;
+        while (l < h) {
+            const uint32_t m = l + (h - l) / 2;
+            if (key(m) < c) l = m + 1;
+            else h = m;
+        }
+        lo = l;
+        h = hi;
+        while (l < h) {
+            const uint32_t m = l + (h - l) / 2;
+            if (key(m) <= c) l = m + 1;
+            else h = m;
+        }
+        hi = l;
+    }
+    if (lo == hi) return step::reject;
+    if (f.bits != 0) {
+        bool any = false;
+        for (uint32_t i = lo; i < hi && !any; ++i) any = !excluded(f.bits, i);
+        if (!any) return step::reject;
+    }
+    f.a = lo;
+    f.b = hi;
+    ++f.pos;
+    return step::consumed;
+}
+
+json_automaton::step json_automaton::consume_value(frame& f, uint8_t c) {
+    const json_grammar::gnode& n = g_->nodes_[static_cast<size_t>(f.id)];
+    const uint8_t t = n.s->types;
+    const int32_t node = f.id;
+    if (n.values >= 0) {
+        f = frame{};
+        f.k = kind::choice;
+        f.id = n.values;
+        f.b = static_cast<uint32_t>(g_->lists_[static_cast<size_t>(n.values)].texts.size());
+        return consume_choice(f, c);
+    }
+    auto become = [&](kind k, int32_t id, uint32_t pos) {
+        f = frame{};
+        f.k = k;
+        f.id = id;
+        f.pos = pos;
+        return step::consumed;
+    };
+    switch (c) {
+        case '{': return (t & json_types::object) ? become(kind::object, node, 0) : step::reject;
+        case '[': return (t & json_types::array) ? become(kind::array, node, 0) : step::reject;
+        case '"': return (t & json_types::string) ? become(kind::string, node, 0) : step::reject;
+        case 't': return (t & json_types::boolean) ? become(kind::literal, g_->lit_true_, 1) : step::reject;
+        case 'f': return (t & json_types::boolean) ? become(kind::literal, g_->lit_false_, 1) : step::reject;
+        case 'n': return (t & json_types::null) ? become(kind::literal, g_->lit_null_, 1) : step::reject;
+        default:
+            if ((c == '-' || is_digit(c)) && (t & (json_types::integer | json_types::number))) {
+                become(kind::number, node, 0);
+                return consume_number(f, c);
+            }
+            return step::reject;
+    }
+}
+
+json_automaton::step json_automaton::consume_string(frame& f, uint8_t c) {
+    const schema_node& s = *g_->nodes_[static_cast<size_t>(f.id)].s;
+    // A string never holds "<tool_call>" or "</tool_call>" raw: the
+    // tool-call parser reads the text, not the JSON, and would cut there
+    // (JSON can write them as "<\/tool_call>"). f.pos packs how much of
+    // each tag the string ends with ('<' occurs only first in both).
+    {
+        constexpr std::string_view open = "<tool_call>", close = "</tool_call>";
+        uint32_t p = f.pos & 0xFF, q = f.pos >> 8;
+        p = open[p] == static_cast<char>(c) ? p + 1 : (c == '<' ? 1 : 0);
+        q = close[q] == static_cast<char>(c) ? q + 1 : (c == '<' ? 1 : 0);
+        if (p == open.size() || q == close.size()) return step::reject;
+        f.pos = p | (q << 8);
+    }
+    auto count_char = [&] {
+        if (s.max_length && f.a + 1 > *s.max_length) return false;
+        ++f.a;
+        return true;
+    };
+    switch (f.stage) {
+        case k_normal:
+            if (c == '"') {
+                if (s.min_length && f.a < *s.min_length) return step::reject;
+                f.stage = k_done;
+                return step::consumed;
+            }
+            if (c < 0x20) return step::reject;
+            if (c == '\\') {
+                if (!count_char()) return step::reject;
+                f.stage = k_escape;
+                return step::consumed;
+            }
+            if (c < 0x80) return count_char() ? step::consumed : step::reject;
+            {
+                uint8_t need = 0;
+                if (c >= 0xC2 && c <= 0xDF) need = 1;
+                else if (c >= 0xE0 && c <= 0xEF) need = 2;
+                else if (c >= 0xF0 && c <= 0xF4) need = 3;
+                else return step::reject;
+                if (!count_char()) return step::reject;
+                f.aux = c;
+                f.aux2 = need;
+                f.stage = k_utf8;
+                return step::consumed;
+            }
+        case k_escape:
+            if (c == 'u') {
+                f.aux2 = 4;
+                f.stage = k_hex;
+                return step::consumed;
+            }
+            if (std::string_view("\"\\/bfnrt").find(static_cast<char>(c)) == std::string_view::npos) return step::reject;
+            f.stage = k_normal;
+            return step::consumed;
+        case k_hex:
+            // \uD800-\uDFFF would need a surrogate pair: not offered (nor \uDxxx at all, for simplicity).
+            if (!is_hex(c) || (f.aux2 == 4 && (c == 'd' || c == 'D'))) return step::reject;
+            if (--f.aux2 == 0) f.stage = k_normal;
+            return step::consumed;
+        case k_utf8: {
+            uint8_t lo = 0x80, hi = 0xBF;  // the second byte of some leads has a narrower range (no overlongs, surrogates)
+            if (f.aux == 0xE0) lo = 0xA0;
+            else if (f.aux == 0xED) hi = 0x9F;
+            else if (f.aux == 0xF0) lo = 0x90;
+            else if (f.aux == 0xF4) hi = 0x8F;
+            if (c < lo || c > hi) return step::reject;
+            f.aux = 0;
+            if (--f.aux2 == 0) f.stage = k_normal;
+            return step::consumed;
+        }
+        default: return step::reject;
+    }
+}
+
+namespace {
+
+// An interval of reals with open or closed ends.
+struct interval {
+    long double lo, hi;
+    bool lo_in, hi_in;
+};
+bool nonempty(const interval& x) { return x.lo < x.hi || (x.lo == x.hi && x.lo_in && x.hi_in); }
+interval intersect(const interval& x, const interval& y) {
+    interval r{};
+    if (x.lo > y.lo) r.lo = x.lo, r.lo_in = x.lo_in;
+    else if (y.lo > x.lo) r.lo = y.lo, r.lo_in = y.lo_in;
+    else r.lo = x.lo, r.lo_in = x.lo_in && y.lo_in;
+    if (x.hi < y.hi) r.hi = x.hi, r.hi_in = x.hi_in;
+    else if (y.hi < x.hi) r.hi = y.hi, r.hi_in = y.hi_in;
+    else r.hi = x.hi, r.hi_in = x.hi_in && y.hi_in;
+    return r;
+}
+
+}  // namespace
+
+// Can the number written so far (f) still become, or be (final_only), a
+// value within the node's bounds? The values a decimal prefix can reach are
+// a few intervals: the prefix itself, more integer digits, a fraction.
+bool json_automaton::number_feasible(const schema_node& s, const frame& f, bool final_only) const {
+    const bool integer_only = (s.types & json_types::number) == 0;
+    constexpr long double inf = 1e30L;
+    interval k{-inf, inf, true, true};
+    if (s.minimum) k.lo = static_cast<long double>(*s.minimum), k.lo_in = !s.exclusive_minimum;
+    if (s.maximum) k.hi = static_cast<long double>(*s.maximum), k.hi_in = !s.exclusive_maximum;
+    if (integer_only) {  // the bounds as the nearest integers inside
+        k.lo = k.lo_in ? std::ceil(k.lo) : std::floor(k.lo) + 1;
+        k.hi = k.hi_in ? std::floor(k.hi) : std::ceil(k.hi) - 1;
+        k.lo_in = k.hi_in = true;
+    }
+    const bool neg = (f.aux & 1) != 0;
+    auto hits = [&](interval m) {  // m: magnitudes; the sign applies
+        if (neg) m = interval{-m.hi, -m.lo, m.hi_in, m.lo_in};
+        return nonempty(intersect(m, k));
+    };
+    const auto v = static_cast<long double>(f.bits);
+    switch (f.stage) {
+        case k_minus: return hits({0, 1e18L, false, true});
+        case k_zero:
+        case k_int: {
+            if (hits({v, v, true, true})) return true;
+            if (final_only) return false;
+            if (!integer_only && hits({v, v + 1, true, false})) return true;  // a fraction follows
+            if (f.stage == k_zero) return false;
+            long double p = 1;
+            for (uint32_t e = 1; f.a + e <= k_max_int_digits; ++e) {
+                p *= 10;
+                if (hits({v * p, (v + 1) * p, true, false})) return true;
+            }
+            return false;
+        }
+        case k_dot:
+        case k_frac: {
+            const long double scale = std::pow(10.0L, static_cast<long double>(f.pos));
+            const long double x = v + static_cast<long double>(f.b) / scale;
+            if (final_only) return f.stage == k_frac && hits({x, x, true, true});
+            return hits({x, x + 1 / scale, true, false});
+        }
+        default: return true;
+    }
+}
+
+json_automaton::step json_automaton::consume_number(frame& f, uint8_t c) {
+    const schema_node& s = *g_->nodes_[static_cast<size_t>(f.id)].s;
+    const bool integer_only = (s.types & json_types::number) == 0;
+    // Bounded numbers are checked digit by digit; they take no exponent and
+    // at most 9 fraction digits (kept exactly in f.b).
+    const bool bounded = s.minimum || s.maximum;
+    frame g = f;  // the state after c, committed if feasible
+    const bool neg = (g.aux & 1) != 0;
+    switch (g.stage) {
+        case k_start:
+            if (c == '-') {
+                g.aux |= 1;
+                g.stage = k_minus;
+                break;
+            }
+            [[fallthrough]];
+        case k_minus:
+        case k_int:
+            if (!is_digit(c)) {
+                if (g.stage != k_int || integer_only) return step::reject;
+                if (c == '.') g.stage = k_dot;
+                else if ((c == 'e' || c == 'E') && !bounded) g.stage = k_e;
+                else return step::reject;
+                break;
+            }
+            if (g.stage != k_int && c == '0') {
+                if (neg) return step::reject;  // no "-0"
+                g.stage = k_zero;
+                g.a = 1;
+                g.bits = 0;
+                break;
+            }
+            if (g.a >= k_max_int_digits) return step::reject;
+            g.bits = g.bits * 10 + (c - '0');
+            ++g.a;
+            g.stage = k_int;
+            break;
+        case k_zero:
+            if (integer_only) return step::reject;
+            if (c == '.') g.stage = k_dot;
+            else if ((c == 'e' || c == 'E') && !bounded) g.stage = k_e;
+            else return step::reject;
+            break;
+        case k_dot:
+        case k_frac:
+            if (is_digit(c) && g.pos < (bounded ? 9u : k_max_frac_digits)) {
+                ++g.pos;
+                if (bounded) g.b = g.b * 10 + (c - '0');
+                g.stage = k_frac;
+                break;
+            }
+            if (g.stage == k_frac && (c == 'e' || c == 'E') && !bounded) {
+                g.stage = k_e;
+                break;
+            }
+            return step::reject;
+        case k_e:
+            if (c == '+' || c == '-') {
+                g.stage = k_esign;
+                break;
+            }
+            [[fallthrough]];
+        case k_esign:
+        case k_exp:
+            if (!is_digit(c) || g.b >= 2) return step::reject;  // exponents up to 2 digits: within a double
+            ++g.b;
+            g.stage = k_exp;
+            break;
+        default: return step::reject;
+    }
+    if (bounded && !number_feasible(s, g, false)) return step::reject;
+    f = g;
+    return step::consumed;
+}
+
+bool json_automaton::advance(uint8_t c) {
+    for (int guard = 0; guard < 4 * max_depth; ++guard) {
+        if (depth_ == 0) return false;
+        frame& f = top();
+        const step s = consume(f, c);
+        if (s == step::consumed) {
+            pop_finished();
+            return true;
+        }
+        if (s == step::retry) continue;  // frames were pushed: offer the byte to the new top
+        if (!frame_can_end(f)) return false;
+        // A frame that may end here (a number, a complete choice) ends, and its parent takes the byte.
+        const frame child = f;
+        --depth_;
+        if (depth_ > 0) resume_parent(child);
+        pop_finished();
+    }
+    return false;
+}
+
+bool json_automaton::can_end() const {
+    json_automaton t;
+    t.copy_from(*this);
+    while (t.depth_ > 0) {
+        if (!t.frame_can_end(t.top())) return false;
+        const frame child = t.top();
+        --t.depth_;
+        if (t.depth_ > 0) t.resume_parent(child);
+        t.pop_finished();
+    }
+    return true;
+}
+
+bool json_automaton::in_plain_string() const {
+    if (depth_ == 0) return false;
+    const frame& f = top();
+    if (f.k != kind::string || f.stage != k_normal || f.pos != 0) return false;
+    const schema_node& s = *g_->nodes_[static_cast<size_t>(f.id)].s;
+    return !s.max_length && (!s.min_length || f.a >= *s.min_length);
+}
+
+}  // namespace tachyon
