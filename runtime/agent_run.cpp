@@ -13,6 +13,8 @@
 
 #include "inference/base/log.h"
 #include "runtime/async_flag.h"
+#include "runtime/constraint.h"
+#include "runtime/json_grammar.h"
 #include "runtime/journal.h"
 #include "runtime/json_schema.h"
 #include "runtime/json_util.h"
@@ -72,6 +74,7 @@ private:
 
     status setup();
     asio::awaitable<request_stats> generate(std::vector<int32_t> append, int max_tokens, run_turn& turn);
+    result<std::shared_ptr<turn_constraint>> make_constraint();
     void on_token(int32_t token, run_turn& turn);
     void handle_events();
     std::shared_ptr<call_slot> make_call(int step, int index, const std::string& name, const std::string& arguments, bool early);
@@ -99,9 +102,10 @@ private:
 
     const agent_definition* agent_ = nullptr;
     std::vector<std::shared_ptr<tools::tool>> tools_;
-    std::map<std::string, std::pair<std::shared_ptr<tools::tool>, json_schema>> tool_by_name_;
+    std::map<std::string, std::pair<std::shared_ptr<tools::tool>, std::shared_ptr<const json_schema>>> tool_by_name_;
     std::vector<std::pair<std::shared_ptr<tools::tool>, const agent_verify_check*>> verify_tools_;
-    std::optional<json_schema> output_schema_;
+    std::shared_ptr<const json_schema> output_schema_;
+    std::shared_ptr<turn_constraint> constraint_;  // the running turn's, used on the engine thread
     std::set<std::string> grounded_;
 
     session_id session_ = 0;
@@ -137,7 +141,7 @@ status runner::setup() {
     for (const auto& t : tools_) {
         auto schema = json_schema::parse(t->parameters_schema(), std::string(t->name()), "argument");
         if (!schema) return make_error(errc::internal, "tool " + std::string(t->name()) + " declares a bad schema: " + schema.err().message);
-        tool_by_name_.emplace(std::string(t->name()), std::make_pair(t, std::move(schema).value()));
+        tool_by_name_.emplace(std::string(t->name()), std::make_pair(t, std::make_shared<const json_schema>(std::move(schema).value())));
     }
     for (const auto& check : a.verify) {
         tool_request r{check.tool, {}};
@@ -153,7 +157,7 @@ status runner::setup() {
     if (!a.output_schema.empty()) {
         auto s = json_schema::parse(a.output_schema, "final answer", "field");
         if (!s) return make_error(errc::invalid_argument, a.file + ": output_schema: " + s.err().message);
-        output_schema_ = std::move(s).value();
+        output_schema_ = std::make_shared<const json_schema>(std::move(s).value());
     }
     return {};
 }
@@ -286,7 +290,7 @@ void runner::handle_events() {
                 std::set<std::string>* g = req_.switches.grounding ? &grounded_ : nullptr;
                 grounded_values gv;
                 if (g) gv.all.assign(g->begin(), g->end());
-                auto valid = it->second.second.validate(ev.arguments_json, g ? &gv : nullptr);
+                auto valid = it->second.second->validate(ev.arguments_json, g ? &gv : nullptr);
                 if (!valid) {
                     turn_errors_.emplace_back(ev.index, valid.err().message);
                     break;
@@ -314,6 +318,18 @@ void runner::on_token(int32_t token, run_turn& turn) {
     handle_events();
 }
 
+// The grammar of this turn: the tools' argument schemas and the answer
+// schema, with grounded values restricted to what the run has seen so far.
+result<std::shared_ptr<turn_constraint>> runner::make_constraint() {
+    std::vector<grammar_tool> tools;
+    for (const auto& t : tools_) tools.push_back({std::string(t->name()), tool_by_name_.at(std::string(t->name())).second});
+    grounded_values g;
+    if (req_.switches.grounding) g.all.assign(grounded_.begin(), grounded_.end());
+    auto grammar = json_grammar::build(std::move(tools), output_schema_, g);
+    if (!grammar) return grammar.err();
+    return std::make_shared<turn_constraint>(env_.host->index(), std::move(grammar).value());
+}
+
 asio::awaitable<request_stats> runner::generate(std::vector<int32_t> append, int max_tokens, run_turn& turn) {
     struct shared {
         explicit shared(const asio::any_io_executor& ex) : done(ex) {}
@@ -328,6 +344,9 @@ asio::awaitable<request_stats> runner::generate(std::vector<int32_t> append, int
     r.max_tokens = max_tokens;
     r.sampling = agent_->sampling;
     r.stop_tokens = env_.host->end_of_turn();
+    if (constraint_) r.constrain = [c = constraint_](std::span<const int32_t> generated, std::span<uint8_t> allowed) {
+        c->as_mask_callback()(generated, allowed);
+    };
     auto ex = ex_;
     r.on_token = [this, self = shared_from_this(), st, ex, &turn](int32_t t) {
         asio::post(ex, [this, self, t, &turn] { on_token(t, turn); });
@@ -539,6 +558,15 @@ asio::awaitable<run_outcome> runner::run() {
         detok_.emplace(env_.host->tok(), decode_options{.render_special = true, .strip_leading_space = false});
         if (env_.observer) env_.observer->on_turn_start(step);
 
+        constraint_.reset();
+        if (req_.switches.constrain) {
+            auto c = make_constraint();
+            if (!c) {
+                finish(out, "failed", "constraint: " + c.err().message);
+                co_return out;
+            }
+            constraint_ = std::move(c).value();
+        }
         auto stats = co_await generate(std::move(append), remaining, turn);
         turn.end_ms = now_ms();
         turn_decode_end_ms_ = turn.end_ms;

@@ -31,6 +31,11 @@ std::shared_ptr<model_host> model_host::create(std::unique_ptr<model> m, tokeniz
     return host;
 }
 
+std::shared_ptr<const token_index> model_host::index() const {
+    std::call_once(index_once_, [this] { index_ = std::make_shared<const token_index>(*tokenizer_); });
+    return index_;
+}
+
 std::vector<int32_t> model_host::encode_scaffold(std::string_view text) const {
     return tokenizer_->encode(text, {.add_special = false, .parse_special = true});
 }

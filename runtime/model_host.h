@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include "inference/chat_template.h"
 #include "inference/engine.h"
 #include "inference/tokenizer.h"
+#include "runtime/token_index.h"
 
 namespace tachyon {
 
@@ -33,6 +35,9 @@ public:
     // Tokens that end an assistant turn (<|im_end|>, <|eot_id|>, EOS ...).
     const std::vector<int32_t>& end_of_turn() const { return end_of_turn_; }
 
+    // The vocabulary's byte trie for constrained decoding, built on first use.
+    std::shared_ptr<const token_index> index() const;
+
     // Prompt scaffolding written by the runtime: control tokens are parsed.
     std::vector<int32_t> encode_scaffold(std::string_view text) const;
     // Untrusted text (tool results, the task): control-token text stays text.
@@ -45,6 +50,8 @@ private:
     std::optional<tokenizer> tokenizer_;
     chat_format format_ = chat_format::chatml;
     std::vector<int32_t> end_of_turn_;
+    mutable std::once_flag index_once_;
+    mutable std::shared_ptr<const token_index> index_;
 };
 
 }  // namespace tachyon
