@@ -10,6 +10,8 @@ cli::command_spec make_tokenize_command();
 cli::command_spec make_quantize_command();
 cli::command_spec make_bench_decode_command();
 cli::command_spec make_bench_synth_model_command();
+cli::command_spec make_runs_list_command();
+cli::command_spec make_runs_show_command();
 
 std::vector<cli::command_spec> all_commands() {
     std::vector<cli::command_spec> out;
@@ -18,6 +20,8 @@ std::vector<cli::command_spec> all_commands() {
     out.push_back(make_quantize_command());
     out.push_back(make_bench_decode_command());
     out.push_back(make_bench_synth_model_command());
+    out.push_back(make_runs_list_command());
+    out.push_back(make_runs_show_command());
     out.push_back(make_version_command());
     return out;
 }

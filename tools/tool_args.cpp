@@ -87,7 +87,12 @@ result<std::optional<std::string>> tool_args::string(std::string_view key) const
 result<std::string> tool_args::required_string(std::string_view key) const {
     auto v = string(key);
     if (!v) return v.err();
-    if (!v->has_value() || (*v)->empty()) return fail("'" + std::string(key) + "' is required (a non-empty string)");
+    if (!v->has_value() || (*v)->empty()) {
+        std::string message = "'";  // built in steps: `"'" + std::string` trips a false -Wrestrict in g++ 12
+        message += key;
+        message += "' is required (a non-empty string)";
+        return fail(message);
+    }
     return std::move(**v);
 }
 
