@@ -59,6 +59,8 @@ struct gguf_value {
 
     // "u32", "string", "array of string", "array of array of f32" ...
     std::string type_name() const;
+
+    bool operator==(const gguf_value&) const = default;
 };
 
 struct gguf_tensor_info {
@@ -141,8 +143,10 @@ public:
     void set_value(std::string key, gguf_value v);  // any value, incl. nested arrays
     // Setting a key again replaces its value in place (keeps its position).
 
-    // `data` must hold exactly the bytes of `shape` in `type`; shape and name
-    // follow the reader's rules (asserted: a bad tensor here is a bug).
+    // `data` must hold exactly the bytes of `shape` in `type`; the shape and
+    // a unique name follow the reader's rules (asserted: a bad tensor here is
+    // a bug, so callers with untrusted input validate first). llama.cpp also
+    // needs names of at most 63 bytes; not checked here.
     void add_tensor(std::string name, std::vector<int64_t> shape, tensor_type type, std::vector<std::byte> data);
 
     void set_alignment(uint32_t alignment);  // a power of two; also written as general.alignment

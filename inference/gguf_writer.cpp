@@ -12,9 +12,6 @@
 namespace tachyon {
 namespace {
 
-// Tensor names longer than this do not load in llama.cpp (GGML_MAX_NAME - 1).
-constexpr size_t max_tensor_name = 63;
-
 uint64_t align_up(uint64_t n, uint64_t alignment) { return (n + alignment - 1) / alignment * alignment; }
 
 class byte_sink {
@@ -174,7 +171,6 @@ void gguf_writer::set_value(std::string key, gguf_value v) {
 
 void gguf_writer::add_tensor(std::string name, std::vector<int64_t> shape, tensor_type type, std::vector<std::byte> data) {
     for (const auto& t : tensors_) TACHYON_ASSERT(t.name != name, "gguf_writer: duplicate tensor '" + name + "'");
-    TACHYON_ASSERT(name.size() <= max_tensor_name, "gguf_writer: tensor name '" + name + "' longer than 63 bytes");
     TACHYON_ASSERT(!shape.empty() && shape.size() <= gguf_max_dims, "gguf_writer: tensor '" + name + "' needs 1..4 dims");
     const auto traits = traits_of(static_cast<uint32_t>(type));
     TACHYON_ASSERT(traits.has_value(), "gguf_writer: tensor '" + name + "' has an unknown type");

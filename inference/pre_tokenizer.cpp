@@ -162,7 +162,7 @@ std::vector<split_rule> rules_deepseek_llm() {
         single(run_with_prefix(k_ws, literal_set("!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002"))),
         single(kind_term(term_kind::trailing_space)),
         single(run(cjk_set())),
-        single(run(k_number)),
+        single(run(k_number, 1)),  // Digits(individual_digits) in the reference
     };
 }
 
@@ -179,20 +179,21 @@ std::vector<split_rule> rules_deepseek_coder() {
 struct named_rules {
     const char* name;
     std::vector<split_rule> (*make)();
+    bool ignore_merges = false;
 };
 
 constexpr named_rules k_pre_tokenizers[] = {
-    {"default", rules_default},
-    {"gpt-2", rules_gpt2}, {"gpt2", rules_gpt2}, {"mpt", rules_gpt2}, {"olmo", rules_gpt2},
-    {"jais", rules_gpt2}, {"gpt-neox", rules_gpt2}, {"phi-2", rules_gpt2},
-    {"llama3", rules_llama3}, {"llama-v3", rules_llama3}, {"llama-bpe", rules_llama3},
-    {"dbrx", rules_llama3}, {"smaug-bpe", rules_llama3}, {"falcon3", rules_llama3},
-    {"qwen2", rules_qwen2}, {"stablelm2", rules_qwen2}, {"deepseek-r1-qwen", rules_qwen2},
-    {"deepseek-llm", rules_deepseek_llm},
-    {"deepseek-coder", rules_deepseek_coder},
-    {"falcon", rules_falcon},
-    {"starcoder", rules_starcoder}, {"refact", rules_starcoder}, {"command-r", rules_starcoder},
-    {"smollm", rules_starcoder}, {"codeshell", rules_starcoder},
+    {"default", rules_default, false},
+    {"gpt-2", rules_gpt2, false}, {"gpt2", rules_gpt2, false}, {"mpt", rules_gpt2, false}, {"olmo", rules_gpt2, false},
+    {"jais", rules_gpt2, false}, {"gpt-neox", rules_gpt2, false}, {"phi-2", rules_gpt2, false},
+    {"llama3", rules_llama3, true}, {"llama-v3", rules_llama3, true}, {"llama-bpe", rules_llama3, true},
+    {"dbrx", rules_llama3, true}, {"smaug-bpe", rules_llama3, true}, {"falcon3", rules_llama3, true},
+    {"qwen2", rules_qwen2, false}, {"stablelm2", rules_qwen2, false}, {"deepseek-r1-qwen", rules_qwen2, false},
+    {"deepseek-llm", rules_deepseek_llm, false},
+    {"deepseek-coder", rules_deepseek_coder, false},
+    {"falcon", rules_falcon, false},
+    {"starcoder", rules_starcoder, false}, {"refact", rules_starcoder, false}, {"command-r", rules_starcoder, false},
+    {"smollm", rules_starcoder, false}, {"codeshell", rules_starcoder, false},
 };
 
 // ---- matching -------------------------------------------------------------------
@@ -314,7 +315,9 @@ std::vector<std::string_view> pre_tokenizer::split(std::string_view text) const 
     flags.reserve(text.size());
     offsets.reserve(text.size() + 1);
     for (size_t pos = 0; pos < text.size();) {
-        const unicode::decoded_char d = unicode::decode_utf8(text, pos);
+        const uint8_t byte = static_cast<uint8_t>(text[pos]);
+        // ASCII, most of what is tokenized, skips the decoder.
+        const unicode::decoded_char d = byte < 0x80 ? unicode::decoded_char{byte, 1, true} : unicode::decode_utf8(text, pos);
         cps.push_back(d.cp);
         flags.push_back(unicode::flags_of(d.cp));
         offsets.push_back(pos);
@@ -339,7 +342,7 @@ std::vector<std::string_view> pre_tokenizer::split(std::string_view text) const 
 
 result<pre_tokenizer> make_pre_tokenizer(std::string_view name) {
     for (const named_rules& n : k_pre_tokenizers) {
-        if (name == n.name) return pre_tokenizer{std::string(name), n.make()};
+        if (name == n.name) return pre_tokenizer{std::string(name), n.make(), n.ignore_merges};
     }
     std::string known;
     for (const named_rules& n : k_pre_tokenizers) known += std::string(known.empty() ? "" : ", ") + n.name;

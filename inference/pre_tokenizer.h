@@ -66,6 +66,9 @@ struct split_rule {
 struct pre_tokenizer {
     std::string name;
     std::vector<split_rule> rules;
+    // The model's BPE keeps a word that is itself a token whole instead of
+    // merging it up (Llama 3's tokenizer does; the result can differ).
+    bool ignore_merges = false;
 
     // Cuts `text` into words (byte ranges of `text`, in order, covering it
     // exactly). Invalid UTF-8 bytes are single symbol characters.

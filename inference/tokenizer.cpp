@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdio>
 #include <queue>
 
@@ -27,6 +28,50 @@ struct merge_rule {
 uint64_t pair_key(token_id left, token_id right) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
 }
+
+// (left, right) → merge, open addressing with linear probing: the BPE inner
+// loop looks a pair up for every adjacent symbol pair, and a node-based
+// std::unordered_map costs a cache miss per probe.
+class merge_table {
+public:
+    void reserve(size_t n) {
+        size_t cap = 16;
+        while (cap < 2 * n) cap *= 2;
+        slots_.assign(cap, slot{k_empty, {0, no_token}});
+        shift_ = 64 - static_cast<int>(std::countr_zero(cap));
+    }
+    // Keeps the first (lowest-ranked) rule for a pair.
+    void insert(uint64_t key, merge_rule rule) {
+        TACHYON_ASSERT(2 * (size_ + 1) <= slots_.size(), "merge_table: reserve() first");
+        for (size_t i = index(key);; i = (i + 1) & (slots_.size() - 1)) {
+            if (slots_[i].key == key) return;
+            if (slots_[i].key == k_empty) {
+                slots_[i] = {key, rule};
+                ++size_;
+                return;
+            }
+        }
+    }
+    const merge_rule* find(uint64_t key) const {
+        if (slots_.empty() || key == k_empty) return nullptr;
+        for (size_t i = index(key);; i = (i + 1) & (slots_.size() - 1)) {
+            if (slots_[i].key == key) return &slots_[i].rule;
+            if (slots_[i].key == k_empty) return nullptr;
+        }
+    }
+
+private:
+    static constexpr uint64_t k_empty = ~uint64_t{0};  // ids are < 2^24: never a real key
+    struct slot {
+        uint64_t key;
+        merge_rule rule;
+    };
+    size_t index(uint64_t key) const { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_); }
+
+    std::vector<slot> slots_;  // [capacity], capacity a power of two ≥ 2 × rules
+    int shift_ = 64;
+    size_t size_ = 0;
+};
 
 // Control tokens that end a turn in the chat formats in use.
 constexpr std::string_view k_end_of_turn_texts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
@@ -71,8 +116,7 @@ int parse_byte_token(std::string_view text) {
 struct tokenizer::tables {
     token_map token_to_id;
     pre_tokenizer pre;                              // BPE only
-    bool ignore_merges = false;                     // BPE: a word that is a token is kept whole
-    std::unordered_map<uint64_t, merge_rule> merges;  // (left, right) → rank, merged token
+    merge_table merges;                             // (left, right) → rank, merged token
     std::array<token_id, 256> byte_token{};         // BPE: byte-level char; SPM: <0xNN>
     std::array<std::vector<token_id>, 256> specials_by_first_byte;  // longest first
     bool spm_cut_before_space = false;              // SPM: no token holds "x▁" (see encode_spm_text)
@@ -127,10 +171,6 @@ result<tokenizer> tokenizer::create(vocab v) {
         result<pre_tokenizer> pre = make_pre_tokenizer(v.pre);
         if (!pre) return pre.err();
         t->pre = std::move(*pre);
-        // Llama 3's tokenizer keeps a word that is itself a token whole.
-        t->ignore_merges = t->pre.rules.size() == 1 && (v.pre == "llama3" || v.pre == "llama-bpe" ||
-                                                         v.pre == "llama-v3" || v.pre == "dbrx" ||
-                                                         v.pre == "smaug-bpe" || v.pre == "falcon3");
         for (int b = 0; b < 256; ++b) {
             t->byte_token[b] = lookup(unicode::to_utf8(byte_to_code_point(static_cast<uint8_t>(b))));
         }
@@ -151,7 +191,7 @@ result<tokenizer> tokenizer::create(vocab v) {
             const token_id merged = lookup(std::string(left) + std::string(right));
             // A merge whose parts are not tokens can never apply: skip it.
             if (l == no_token || r == no_token || merged == no_token) continue;
-            t->merges.emplace(pair_key(l, r), merge_rule{static_cast<uint32_t>(rank), merged});
+            t->merges.insert(pair_key(l, r), merge_rule{static_cast<uint32_t>(rank), merged});
         }
     } else {
         t->spm_cut_before_space = true;
@@ -314,7 +354,7 @@ namespace {
 // adjacent pair is merged until none is left (leftmost first on ties). A heap
 // with lazy invalidation keeps long words O(n log n).
 void bpe_merge_word(std::string_view word, const std::array<token_id, 256>& byte_token,
-                    const std::unordered_map<uint64_t, merge_rule>& merges, std::vector<token_id>& out) {
+                    const merge_table& merges, std::vector<token_id>& out) {
     struct symbol {
         token_id id;
         int prev;
@@ -328,7 +368,9 @@ void bpe_merge_word(std::string_view word, const std::array<token_id, 256>& byte
         token_id result;
         bool operator>(const candidate& o) const { return rank != o.rank ? rank > o.rank : left > o.left; }
     };
+    TACHYON_ASSERT(word.size() < (size_t{1} << 31), "bpe_merge_word: word longer than 2 GiB");
     const int n = static_cast<int>(word.size());
+    if (n == 0) return;
     std::vector<symbol> symbols(n);  // [n] linked list over the word's bytes
     for (int i = 0; i < n; ++i) symbols[i] = {byte_token[static_cast<uint8_t>(word[i])], i - 1, i + 1 < n ? i + 1 : -1};
     if (n == 1) {
@@ -340,10 +382,10 @@ void bpe_merge_word(std::string_view word, const std::array<token_id, 256>& byte
     const auto consider = [&](int left) {
         if (left < 0) return;
         const int right = symbols[left].next;
-        if (right < 0) return;
-        const auto it = merges.find(pair_key(symbols[left].id, symbols[right].id));
-        if (it == merges.end()) return;
-        heap.push({it->second.rank, left, symbols[left].id, symbols[right].id, it->second.result});
+        if (right < 0 || symbols[left].id == no_token || symbols[right].id == no_token) return;
+        const merge_rule* rule = merges.find(pair_key(symbols[left].id, symbols[right].id));
+        if (!rule) return;
+        heap.push({rule->rank, left, symbols[left].id, symbols[right].id, rule->result});
     };
     for (int i = 0; i + 1 < n; ++i) consider(i);
 
@@ -389,7 +431,7 @@ void tokenizer::encode_bpe_text(std::string_view text, std::vector<token_id>& ou
         }
         const size_t begin = store.size();
         token_id whole = no_token;
-        if (t.ignore_merges) {
+        if (t.pre.ignore_merges) {
             mapped = bytes_to_byte_level(word);
             whole = find_token(mapped);
         }
@@ -538,11 +580,15 @@ void tokenizer::encode_spm_text(std::string_view raw, std::vector<token_id>& out
 
 // ---- decoding ---------------------------------------------------------------------
 
-std::string tokenizer::token_to_piece(token_id id, bool render_special) const {
+std::string_view tokenizer::piece_view(token_id id, bool render_special) const {
     if (id < 0 || static_cast<size_t>(id) >= n_tokens()) return {};
     const token_type type = vocab_->types[id];
     if ((type == token_type::control || type == token_type::unknown) && !render_special) return {};
     return tables_->pieces[id];
+}
+
+std::string tokenizer::token_to_piece(token_id id, bool render_special) const {
+    return std::string(piece_view(id, render_special));
 }
 
 namespace {
@@ -557,11 +603,12 @@ bool strips_leading_space(const vocab& v, token_id id, const decode_options& opt
 
 std::string tokenizer::decode(std::span<const token_id> ids, decode_options options) const {
     std::string out;
+    out.reserve(ids.size() * 4);
     bool at_start = true;
     for (token_id id : ids) {
-        std::string piece = token_to_piece(id, options.render_special);
+        std::string_view piece = piece_view(id, options.render_special);
         if (piece.empty()) continue;
-        if (at_start && strips_leading_space(*vocab_, id, options) && piece[0] == ' ') piece.erase(0, 1);
+        if (at_start && strips_leading_space(*vocab_, id, options) && piece[0] == ' ') piece.remove_prefix(1);
         at_start = false;
         out += piece;
     }

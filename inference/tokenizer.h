@@ -71,6 +71,8 @@ private:
     struct tables;
     explicit tokenizer(std::shared_ptr<const vocab> v, std::shared_ptr<const tables> t);
 
+    // The piece without a copy; empty for unrendered control tokens.
+    std::string_view piece_view(token_id id, bool render_special) const;
     void encode_bpe_text(std::string_view text, std::vector<token_id>& out) const;
     void encode_spm_text(std::string_view text, std::vector<token_id>& out) const;
 

@@ -218,18 +218,15 @@ byte_level_bpe_builder::byte_level_bpe_builder() {
     vocab_.model = vocab_model::bpe;
     for (int b = 0; b < 256; ++b) {
         const std::string raw(1, static_cast<char>(b));
-        raw_.push_back(raw);
+        normal_ids_.emplace(raw, static_cast<token_id>(b));
         vocab_.tokens.push_back(bytes_to_byte_level(raw));
         vocab_.types.push_back(token_type::normal);
     }
 }
 
 token_id byte_level_bpe_builder::find(std::string_view raw) const {
-    // Linear: the builder serves tests and the export, not the hot path.
-    for (size_t i = 0; i < raw_.size(); ++i) {
-        if (raw_[i] == raw && vocab_.types[i] == token_type::normal) return static_cast<token_id>(i);
-    }
-    return no_token;
+    const auto it = normal_ids_.find(std::string(raw));
+    return it == normal_ids_.end() ? no_token : it->second;
 }
 
 token_id byte_level_bpe_builder::add_merge(std::string_view left, std::string_view right) {
@@ -238,14 +235,14 @@ token_id byte_level_bpe_builder::add_merge(std::string_view left, std::string_vi
     vocab_.merges.push_back(bytes_to_byte_level(left) + " " + bytes_to_byte_level(right));
     const std::string merged = std::string(left) + std::string(right);
     if (const token_id existing = find(merged); existing != no_token) return existing;
-    raw_.push_back(merged);
+    const auto id = static_cast<token_id>(vocab_.tokens.size());
+    normal_ids_.emplace(merged, id);
     vocab_.tokens.push_back(bytes_to_byte_level(merged));
     vocab_.types.push_back(token_type::normal);
-    return static_cast<token_id>(vocab_.tokens.size() - 1);
+    return id;
 }
 
 token_id byte_level_bpe_builder::add_special(std::string_view text, token_type type) {
-    raw_.emplace_back(text);
     vocab_.tokens.emplace_back(text);  // specials are stored as written, not byte-mapped
     vocab_.types.push_back(type);
     return static_cast<token_id>(vocab_.tokens.size() - 1);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "inference/base/result.h"
@@ -83,7 +84,7 @@ public:
     // Adds a control (special) or user-defined token; returns its id.
     token_id add_special(std::string_view text, token_type type = token_type::control);
 
-    // Id of a token given as raw bytes, or no_token.
+    // Id of the (non-special) token with these raw bytes, or no_token.
     token_id find(std::string_view raw) const;
 
     // The finished vocabulary with tokenizer.ggml.pre = `pre`.
@@ -91,7 +92,7 @@ public:
 
 private:
     vocab vocab_;
-    std::vector<std::string> raw_;  // [n_tokens] raw bytes of each token
+    std::unordered_map<std::string, token_id> normal_ids_;  // raw bytes → id, normal tokens only
 };
 
 // GPT-2's reversible byte ↔ printable-code-point mapping used by byte-level

@@ -144,7 +144,11 @@ public:
 
         auto ran = run(*exe, argv, cwd, timeout_ms, ctx);
         if (!ran.ok()) return ran.err();
-        return describe(program, *ran, timeout_ms);
+        // A killed program is an error (the model must not read its partial
+        // output as an answer); the message still carries that output.
+        if (ran->timed_out) return fail(errc::timeout, "'" + std::string(program) + "' " + describe(*ran, timeout_ms));
+        if (ran->cancelled) return fail(errc::cancelled, "'" + std::string(program) + "' " + describe(*ran, timeout_ms));
+        return describe(*ran, timeout_ms);
     }
 
 private:
@@ -293,7 +297,7 @@ private:
         ::_exit(127);
     }
 
-    std::string describe(std::string_view program, const run_outcome& o, int64_t timeout_ms) const {
+    std::string describe(const run_outcome& o, int64_t timeout_ms) const {
         std::string out;
         if (o.timed_out) {
             out = "killed: timed out after " + std::to_string(timeout_ms) + " ms";
@@ -310,7 +314,6 @@ private:
         if (o.n_dropped > 0)
             out += "[shell: output cut at " + std::to_string(settings_.max_output_bytes) + " bytes; " +
                    std::to_string(o.n_dropped) + " more bytes dropped]\n";
-        (void)program;
         return out;
     }
 

@@ -54,7 +54,7 @@ TEST_CASE("falcon isolates punctuation runs and three-digit groups") {
 
 TEST_CASE("deepseek pre-tokenizers split CJK and newlines apart") {
     CHECK(split("deepseek-coder", "我想apple工作\n1") == words{"我想", "apple", "工作", "\n", "1"});
-    CHECK(split("deepseek-llm", "Hi 我想 12\n") == words{"Hi", " ", "我想", " ", "12", "\n"});
+    CHECK(split("deepseek-llm", "Hi 我想 12\n") == words{"Hi", " ", "我想", " ", "1", "2", "\n"});
 }
 
 TEST_CASE("pieces cover the text exactly, invalid bytes included") {

@@ -268,3 +268,26 @@ TEST_CASE("an unknown pre-tokenizer is an error naming it") {
     REQUIRE_FALSE(tok.ok());
     CHECK(tok.err().message.find("'no-such-pre'") != std::string::npos);
 }
+
+TEST_CASE("stories260K: the reference prompt ids and generated text") {
+    const fs::path model = fs::path(TACHYON_CONFORMANCE_DIR) / "models" / "stories260K.gguf";
+    if (!fs::exists(model)) {
+        MESSAGE("skipped: " << model.string() << " absent");
+        return;
+    }
+    auto file = gguf_file::open(model.string());
+    REQUIRE(file.ok());
+    auto tok = tokenizer::from_gguf(**file);
+    REQUIRE_MESSAGE(tok.ok(), (tok.ok() ? "" : tok.err().describe()));
+    // stories260K_greedy_reference.txt: BOS + "Once upon a time".
+    CHECK(tok->encode("Once upon a time", {.add_special = true, .parse_special = false}) ==
+          std::vector<token_id>{1, 403, 407, 261, 378});
+    const std::vector<token_id> generated = {
+        1,   403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337,
+        410, 408, 419, 292, 411, 322, 265, 282, 295, 433, 426, 385, 328, 432, 358, 394, 261, 370, 432, 352, 266,
+        268, 388, 426, 338, 391, 266, 267, 337, 335, 312, 432, 398, 312, 286, 267, 414, 270, 333, 415, 426, 13,
+        438, 310, 439, 419, 357, 336};
+    CHECK(tok->decode(generated) ==
+          "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, "
+          "she saw a big, red ball. She wanted to play with it, but it was too high.\nLily's mom said");
+}

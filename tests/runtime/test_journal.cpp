@@ -20,6 +20,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The error message of a failed result, for a check's message (evaluated
+// even when the check passes, so it must not touch err() on a value).
+template <class T>
+std::string why(const tachyon::result<T>& r) {
+    return r.ok() ? std::string() : r.err().message;
+}
+
 // A fresh empty directory under the build tree, removed at the end of the test.
 struct temp_dir {
     fs::path path;
@@ -128,7 +135,7 @@ TEST_CASE("journal: every event type survives a write/read round trip") {
     CHECK(w->n_events() == 7);
 
     auto log = read_journal(w->path());
-    REQUIRE_MESSAGE(log.ok(), log.err().message);
+    REQUIRE_MESSAGE(log.ok(), why(log));
     CHECK(log->warnings.empty());
     REQUIRE(log->events.size() == 7);
     for (size_t i = 0; i < 7; ++i) CHECK(log->events[i].seq == static_cast<int64_t>(i));
@@ -262,7 +269,7 @@ TEST_CASE("journal: a cut-off last line is dropped with a warning, the rest kept
     text += R"({"seq":2,"t_ms":5.0,"type":"tool_call","step":1,"call_id":"c)";  // a write cut by a crash
     spit(p, text);
     auto log = read_journal(p);
-    REQUIRE_MESSAGE(log.ok(), log.err().message);
+    REQUIRE_MESSAGE(log.ok(), why(log));
     CHECK(log->events.size() == 2);
     REQUIRE(log->warnings.size() == 1);
     CHECK(log->warnings[0].find(p.string() + ":3") != std::string::npos);
@@ -336,7 +343,7 @@ TEST_CASE("journal: a process killed with SIGKILL mid-run leaves every completed
     REQUIRE(WIFSIGNALED(st));
 
     auto log = read_journal(path);
-    REQUIRE_MESSAGE(log.ok(), log.err().message);
+    REQUIRE_MESSAGE(log.ok(), why(log));
     CHECK(log->warnings.size() <= 1);
     REQUIRE(log->events.size() >= 52);
     CHECK(std::holds_alternative<run_start_event>(log->events[0].body));
@@ -358,7 +365,7 @@ TEST_CASE("journal: unknown run states and event types") {
     spit(p, "{\"seq\":0,\"t_ms\":1,\"type\":\"heartbeat\"}\n"
             "{\"seq\":1,\"t_ms\":2,\"type\":\"run_end\",\"state\":\"succeeded\",\"error\":\"\"}\n");
     auto log = read_journal(p);
-    REQUIRE_MESSAGE(log.ok(), log.err().message);
+    REQUIRE_MESSAGE(log.ok(), why(log));
     CHECK(log->events.size() == 1);
     REQUIRE(log->warnings.size() >= 1);
     CHECK(log->warnings[0].find("heartbeat") != std::string::npos);
