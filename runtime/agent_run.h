@@ -18,6 +18,7 @@
 
 #include "runtime/agent_def.h"
 #include "runtime/model_host.h"
+#include "tools/tool.h"
 
 namespace tachyon {
 
