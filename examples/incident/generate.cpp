@@ -329,11 +329,12 @@ tachyon::result<incident_answer> simulator::run() {
     const double scale = static_cast<double>(plan_.scale);
     const double rate_per_ms = plan_.request_rate * scale / 1000.0;
     const size_t n = plan_.services.size();
-    // next background line of each service; apps every 4..12 s, stores 6..20 s
+    // next background line of each service: every 2.5..6 s (at least ~300
+    // lines per service in a 30 minute window)
     std::vector<time_ms> next_background(n);
     std::vector<double> background_ms(n);
     for (size_t i = 0; i < n; ++i) {
-        background_ms[i] = (is_store(plan_.services[i].kind) ? rng_.real(6000, 20000) : rng_.real(4000, 12000)) / scale;
+        background_ms[i] = rng_.real(2500, 6000) / scale;
         next_background[i] = plan_.window_start + static_cast<time_ms>(rng_.real(0, background_ms[i]));
     }
     // services below the root stay quiet (no warnings) so that nothing there

@@ -12,7 +12,7 @@
 
 using namespace incident;
 
-TEST_CASE("every fault's root-cause messages name their fault type") {
+TEST_CASE("every root-cause message names its fault type") {
     // for each fault type, a few incidents where it strikes, many messages each
     std::set<fault_type> covered;
     for (uint64_t seed = 0; seed < 400; ++seed) {
@@ -30,7 +30,7 @@ TEST_CASE("every fault's root-cause messages name their fault type") {
     CHECK(covered.size() == static_cast<size_t>(n_fault_types));
 }
 
-TEST_CASE("callers' timeouts and 5xx do not name a fault") {
+TEST_CASE("caller timeouts and 5xx do not name a fault") {
     const incident_plan p = plan_incident(1);
     prng rng(5);
     for (int i = 0; i < 50; ++i) {

@@ -66,7 +66,7 @@ TEST_CASE("the system prompt lists the chosen tools in order with their schemas 
     CHECK_FALSE(render_system_prompt("x", tools, {"missing"}).ok());
 }
 
-TEST_CASE("tool calls render in the Hermes format, several calls separated by a newline") {
+TEST_CASE("tool calls render in the Hermes format with several calls separated by a newline") {
     exchange turn;
     turn.calls = {{"get_trace", "{\"trace_id\": \"4bf92f3577b34da6\"}"}, {"error_summary", "{}"}};
     CHECK(render_assistant(turn) ==
@@ -74,7 +74,7 @@ TEST_CASE("tool calls render in the Hermes format, several calls separated by a 
           "<tool_call>\n{\"name\": \"error_summary\", \"arguments\": {}}\n</tool_call>");
 }
 
-TEST_CASE("segments concatenate to well-formed ChatML; train segments are the assistant outputs") {
+TEST_CASE("segments concatenate to well-formed ChatML and train segments are the assistant outputs") {
     const auto segments = render_segments(sample());
     const std::string text = join_segments(segments);
     CHECK(text.rfind("<|im_start|>system\nSYSTEM<|im_end|>\n<|im_start|>user\ncheckout 502s since ~14:05 UTC<|im_end|>\n"

@@ -97,7 +97,7 @@ int year_of(const incident_plan& p) { return std::stoi(iso_s(p.window_start).sub
 
 }  // namespace
 
-TEST_CASE("a seed gives a byte-identical incident directory; different seeds differ") {
+TEST_CASE("a seed gives a byte-identical incident directory and different seeds differ") {
     temp_dir a("det-a"), b("det-b"), c("det-c");
     REQUIRE(generate_incident(plan_incident(7), a.path).ok());
     REQUIRE(generate_incident(plan_incident(7), b.path).ok());
@@ -112,7 +112,7 @@ TEST_CASE("a seed gives a byte-identical incident directory; different seeds dif
     CHECK(sa.count("changes/changes.log") == 1);
 }
 
-TEST_CASE("every fault type appears across seeds 0-199, in topologies of 5 to 12 services") {
+TEST_CASE("every fault type appears across seeds 0-199 in topologies of 5 to 12 services") {
     std::set<fault_type> seen;
     for (uint64_t seed = 0; seed < 200; ++seed) {
         const incident_plan p = plan_incident(seed);
@@ -131,7 +131,7 @@ TEST_CASE("every fault type appears across seeds 0-199, in topologies of 5 to 12
     CHECK(seen.size() == static_cast<size_t>(n_fault_types));
 }
 
-TEST_CASE("answer.json's evidence ids are ERROR lines of the root cause, and callers fail after it") {
+TEST_CASE("answer.json evidence ids are ERROR lines of the root cause and callers fail after it") {
     for (uint64_t seed = 0; seed < 12; ++seed) {
         CAPTURE(seed);
         temp_dir d("ev-" + std::to_string(seed));
@@ -186,7 +186,7 @@ TEST_CASE("a bad deploy or config error has its change in changes.log before the
     CHECK(n_checked == 6);
 }
 
-TEST_CASE("--scale multiplies the volume and keeps the incident") {
+TEST_CASE("the scale multiplies the volume and keeps the incident") {
     temp_dir small("scale-1"), big("scale-3");
     auto a = generate_incident(plan_incident(3, 1), small.path);
     auto b = generate_incident(plan_incident(3, 3), big.path);
