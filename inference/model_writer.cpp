@@ -98,6 +98,8 @@ status write_synthetic_llama(const std::string& path, const synthetic_llama_shap
     w.set_float32("llama.rope.freq_base", 10000.0f);
     w.set_float32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
     w.set_uint32("llama.vocab_size", static_cast<uint32_t>(s.n_vocab));
+    // No tokenizer: benchmarks feed token ids. "no_vocab" lets other GGUF engines load it too.
+    w.set_string("tokenizer.ggml.model", "no_vocab");
     w.add_tensor("token_embd.weight", {s.n_embd, s.n_vocab}, type, random_matrix(s.n_vocab, s.n_embd));
     for (int il = 0; il < s.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";
