@@ -14,7 +14,7 @@
 
 #include <simdjson.h>
 
-#include "runtime/json_text.h"
+#include "runtime/json_util.h"
 
 namespace tachyon::journal {
 
@@ -60,12 +60,12 @@ public:
     void key(std::string_view k) {
         if (!first_) out_.push_back(',');
         first_ = false;
-        append_json_string(out_, k);
+        json::append_quoted(out_, k);
         out_.push_back(':');
     }
-    void str(std::string_view k, std::string_view v) { key(k); append_json_string(out_, v); }
+    void str(std::string_view k, std::string_view v) { key(k); json::append_quoted(out_, v); }
     void integer(std::string_view k, int64_t v) { key(k); out_.append(std::to_string(v)); }
-    void ms(std::string_view k, double v) { key(k); append_json_ms(out_, v); }
+    void ms(std::string_view k, double v) { key(k); json::append_ms(out_, v); }
     void boolean(std::string_view k, bool v) { key(k); out_.append(v ? "true" : "false"); }
     // Raw JSON when `json` is one valid JSON value, else the text as a string:
     // a malformed value never makes the line unreadable.
@@ -76,7 +76,7 @@ public:
         if (!json.empty() && parser.parse(json.data(), json.size()).get(doc) == simdjson::SUCCESS) {
             out_.append(simdjson::minify(doc));
         } else {
-            append_json_string(out_, json);
+            json::append_quoted(out_, json);
         }
     }
     void raw_text(std::string_view json) { out_.append(json); }  // after key(); `json` known valid

@@ -1,5 +1,7 @@
 #include "runtime/json_grammar.h"
 
+#include "runtime/json_util.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -27,24 +29,7 @@ bool is_hex(uint8_t c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= '
 
 }  // namespace
 
-std::string json_quote(std::string_view s) {
-    static const char* hex = "0123456789abcdef";
-    std::string out = "\"";
-    for (char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (c == '"') out += "\\\"";
-        else if (c == '\\') out += "\\\\";
-        else if (c == '\n') out += "\\n";
-        else if (c == '\t') out += "\\t";
-        else if (c == '\r') out += "\\r";
-        else if (c < 0x20) {
-            out += "\\u00";
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        } else out += ch;
-    }
-    return out + "\"";
-}
+std::string json_quote(std::string_view s) { return json::quote(s); }
 
 // --- compilation --------------------------------------------------------------
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <variant>
 
-#include "runtime/json_text.h"
+#include "runtime/json_util.h"
 #include "runtime/timeline.h"
 
 namespace tachyon {
@@ -61,7 +61,7 @@ std::string title_of(std::string_view text) { return "<title>" + xml_escape(text
 }  // namespace
 
 std::string xml_escape(std::string_view text) {
-    const std::string clean = sanitize_utf8(text);
+    const std::string clean = json::sanitize_utf8(text);
     std::string out;
     out.reserve(clean.size());
     for (char c : clean) {

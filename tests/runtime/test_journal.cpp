@@ -12,7 +12,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "runtime/json_text.h"
+#include "runtime/json_util.h"
 
 using namespace tachyon;
 using namespace tachyon::journal;
@@ -69,12 +69,12 @@ run_start_event sample_start(const std::string& id) {
 
 TEST_CASE("json strings: control characters escaped and invalid UTF-8 replaced") {
     std::string out;
-    append_json_string(out, std::string("a\"b\\c\n\t\x01\x7f", 9));
+    json::append_quoted(out, std::string("a\"b\\c\n\t\x01\x7f", 9));
     CHECK(out == "\"a\\\"b\\\\c\\n\\t\\u0001\\u007f\"");
     out.clear();
     // valid 2/3/4-byte sequences kept; a stray continuation byte, an overlong
     // '/', a surrogate and a truncated sequence each become U+FFFD
-    append_json_string(out, "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80|\x80|\xC0\xAF|\xED\xA0\x80|\xE2\x82");
+    json::append_quoted(out, "\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80|\x80|\xC0\xAF|\xED\xA0\x80|\xE2\x82");
     CHECK(out == "\"\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80|\xEF\xBF\xBD|\xEF\xBF\xBD\xEF\xBF\xBD|"
                  "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD|\xEF\xBF\xBD\xEF\xBF\xBD\"");
 }
