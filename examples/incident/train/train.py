@@ -54,7 +54,9 @@ def parse_args(argv=None):
     ap.add_argument("--max-steps", type=int, help="stop after this many steps (measurements)")
     ap.add_argument("--batch-tokens", type=int, default=12288, help="padded tokens per step")
     ap.add_argument("--min-len", type=int, default=768, help="length cap at the start of the curriculum")
-    ap.add_argument("--max-len", type=int, default=2048, help="longest training sequence")
+    ap.add_argument("--max-len", type=int, default=3072,
+                    help="longest training sequence (transcripts are cut after the last whole turn that fits)")
+    ap.add_argument("--ctx", type=int, default=4096, help="llama.context_length written to the model")
     ap.add_argument("--curriculum", type=float, default=0.3, help="budget fraction to reach --max-len")
     ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--min-lr-ratio", type=float, default=0.02)
@@ -85,7 +87,7 @@ def model_config(args, vocab_size):
     for k in ("dim", "n_layer", "n_head", "n_kv_head", "ffn_dim"):
         if getattr(args, k) is not None:
             hp[k] = getattr(args, k)
-    return Config(vocab_size=vocab_size, n_ctx=max(2048, args.max_len), **hp)
+    return Config(vocab_size=vocab_size, n_ctx=max(args.ctx, args.max_len), **hp)
 
 
 class Logger:
