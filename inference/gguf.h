@@ -29,11 +29,24 @@ enum class gguf_value_type : uint32_t {
     string = 8, array = 9, u64 = 10, i64 = 11, f64 = 12,
 };
 
+class mapped_file;
+
+// "u32", "string", "array" ...
+std::string_view to_string(gguf_value_type type);
+
 struct gguf_value;
 using gguf_array = std::vector<gguf_value>;
 
 // One metadata value. Large arrays of scalars/strings (vocabularies: 100k+
 // entries) are kept as typed vectors rather than vectors of gguf_value.
+//
+// Which alternative `data` holds follows from `type` (and `elem_type`):
+//   u8 u16 u32 u64 → uint64_t     i8 i16 i32 i64 → int64_t
+//   f32 f64 → double   boolean → bool   string → std::string
+//   array of string → vector<string>; of any integer type → vector<int64_t>
+//   (a u64 element above INT64_MAX is rejected by the reader); of f32/f64 →
+//   vector<double>; of booleans or arrays → vector<gguf_value>.
+// The writer asserts this correspondence; the reader always produces it.
 struct gguf_value {
     gguf_value_type type = gguf_value_type::u8;
     gguf_value_type elem_type = gguf_value_type::u8;  // for arrays
@@ -43,6 +56,11 @@ struct gguf_value {
                  std::vector<double>,          // array of floats
                  std::vector<gguf_value>>      // array of arrays / bools
         data;
+
+    // "u32", "string", "array of string", "array of array of f32" ...
+    std::string type_name() const;
+
+    bool operator==(const gguf_value&) const = default;
 };
 
 struct gguf_tensor_info {
@@ -56,11 +74,17 @@ struct gguf_tensor_info {
     int64_t n_elements() const;
 };
 
+// Limits of the reader (and of what the writer accepts).
+inline constexpr uint32_t gguf_max_dims = 4;
+inline constexpr int gguf_max_array_depth = 16;  // arrays of arrays nest at most this deep
+inline constexpr uint64_t gguf_default_alignment = 32;
+
 class gguf_file {
 public:
     // Maps and validates `path`. Errors name the file and what was wrong.
     static result<std::unique_ptr<gguf_file>> open(const std::string& path);
     // Parses an in-memory image (tests, fuzzing); `bytes` must outlive the file.
+    // Tensor data pointers point into `bytes`.
     static result<std::unique_ptr<gguf_file>> parse(std::span<const std::byte> bytes, std::string name = "<memory>");
 
     ~gguf_file();
@@ -75,8 +99,10 @@ public:
     const std::vector<std::pair<std::string, gguf_value>>& metadata() const { return kv_; }
     const gguf_value* find(std::string_view key) const;
 
-    // Typed lookups. A missing key or a wrong type is an error that names the
-    // file, the key and the expected type.
+    // Typed lookups. A missing key (errc::not_found) or a wrong type
+    // (errc::parse_error) is an error that names the file, the key and the
+    // expected type; a value that does not fit (a negative value for
+    // get_uint, a u64 above INT64_MAX for get_int) is errc::out_of_range.
     result<std::string> get_string(std::string_view key) const;
     result<uint64_t> get_uint(std::string_view key) const;   // any non-negative integer type
     result<int64_t> get_int(std::string_view key) const;     // any integer type
@@ -99,8 +125,7 @@ private:
     std::map<std::string, size_t, std::less<>> kv_index_;
     std::vector<gguf_tensor_info> tensors_;
     std::map<std::string, size_t, std::less<>> tensor_index_;
-    void* map_ = nullptr;  // mmap base when opened from a path
-    size_t map_size_ = 0;
+    std::unique_ptr<mapped_file> map_;  // set when opened from a path
 };
 
 // Builds a GGUF v3 file: metadata in insertion order, tensors aligned.
@@ -116,11 +141,15 @@ public:
     void set_int32_array(std::string key, std::vector<int32_t> v);
     void set_float32_array(std::string key, std::vector<float> v);
     void set_value(std::string key, gguf_value v);  // any value, incl. nested arrays
+    // Setting a key again replaces its value in place (keeps its position).
 
-    // `data` must hold exactly the bytes of `shape` in `type`.
+    // `data` must hold exactly the bytes of `shape` in `type`; the shape and
+    // a unique name follow the reader's rules (asserted: a bad tensor here is
+    // a bug, so callers with untrusted input validate first). llama.cpp also
+    // needs names of at most 63 bytes; not checked here.
     void add_tensor(std::string name, std::vector<int64_t> shape, tensor_type type, std::vector<std::byte> data);
 
-    void set_alignment(uint32_t alignment);  // also written as general.alignment
+    void set_alignment(uint32_t alignment);  // a power of two; also written as general.alignment
     std::vector<std::byte> to_bytes() const;
     status write(const std::string& path) const;
 

@@ -5,9 +5,23 @@ namespace tachyon {
 // Declared here, defined in runtime/cmd_*.cpp. Keep the list in the order
 // `tachyon --help` shows it.
 cli::command_spec make_version_command();
+cli::command_spec make_generate_command();
+cli::command_spec make_tokenize_command();
+cli::command_spec make_quantize_command();
+cli::command_spec make_bench_decode_command();
+cli::command_spec make_bench_synth_model_command();
+cli::command_spec make_runs_list_command();
+cli::command_spec make_runs_show_command();
 
 std::vector<cli::command_spec> all_commands() {
     std::vector<cli::command_spec> out;
+    out.push_back(make_generate_command());
+    out.push_back(make_tokenize_command());
+    out.push_back(make_quantize_command());
+    out.push_back(make_bench_decode_command());
+    out.push_back(make_bench_synth_model_command());
+    out.push_back(make_runs_list_command());
+    out.push_back(make_runs_show_command());
     out.push_back(make_version_command());
     return out;
 }

@@ -1,0 +1,330 @@
+// Llama-family architecture: hyper-parameters, tensor binding and the batched
+// forward pass.
+#include "inference/arch/llama.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "inference/attention.h"
+#include "inference/fp16.h"
+#include "inference/kernels.h"
+#include "inference/quant.h"
+
+namespace tachyon::arch {
+namespace {
+
+struct layer_weights {
+    const float* attn_norm;  // [n_embd]
+    weight_ref wq;           // [n_embd_q, n_embd]
+    weight_ref wk;           // [n_embd_kv, n_embd]
+    weight_ref wv;           // [n_embd_kv, n_embd]
+    weight_ref wo;           // [n_embd, n_embd_q]
+    const float* bq = nullptr;  // [n_embd_q]  (qwen2)
+    const float* bk = nullptr;  // [n_embd_kv] (qwen2)
+    const float* bv = nullptr;  // [n_embd_kv] (qwen2)
+    const float* ffn_norm;   // [n_embd]
+    weight_ref gate;         // [n_ff, n_embd]
+    weight_ref up;           // [n_ff, n_embd]
+    weight_ref down;         // [n_embd, n_ff]
+};
+
+class llama_model final : public model {
+public:
+    void forward(kernel_context& ctx, const forward_batch& batch, kv_cache& kv, float* logits) override;
+
+    status bind(std::unique_ptr<gguf_file> file);
+
+private:
+    result<weight_ref> matrix(const std::string& name, int64_t n_rows, int64_t n_cols, bool optional = false);
+    result<const float*> vector(const std::string& name, int64_t n, bool optional = false);
+    void attention(kernel_context& ctx, const forward_batch& batch, kv_cache& kv, int layer);
+    void layer(kernel_context& ctx, const forward_batch& batch, kv_cache& kv, int il);
+    void grow(size_t n_tokens);
+
+    weight_ref tok_embd_;             // [n_vocab, n_embd]
+    std::vector<layer_weights> layers_;
+    const float* output_norm_ = nullptr;  // [n_embd]
+    weight_ref output_;               // [n_vocab, n_embd] (token_embd when tied)
+    std::vector<std::vector<float>> owned_;  // norms/biases converted to f32 when stored otherwise
+
+    // Activations, grown to the largest batch seen (no allocation per step).
+    size_t n_cap_ = 0;
+    std::vector<float> x_;     // [n, n_embd]    residual stream
+    std::vector<float> h_;     // [n, n_embd]    normed input of a block
+    std::vector<float> q_;     // [n, n_embd_q]
+    std::vector<float> k_;     // [n, n_embd_kv]
+    std::vector<float> v_;     // [n, n_embd_kv]
+    std::vector<float> att_;   // [n, n_embd_q]  attention output before wo
+    std::vector<float> tmp_;   // [n, n_embd]
+    std::vector<float> gate_;  // [n, n_ff]
+    std::vector<float> up_;    // [n, n_ff]
+    std::vector<float> out_h_; // [n_logits, n_embd]
+};
+
+result<weight_ref> llama_model::matrix(const std::string& name, int64_t n_rows, int64_t n_cols, bool optional) {
+    const gguf_tensor_info* t = file_->find_tensor(name);
+    if (t == nullptr) {
+        if (optional) return weight_ref{};
+        return make_error(errc::not_found, file_->path() + ": missing tensor '" + name + "' (expected [" +
+                                               std::to_string(n_cols) + ", " + std::to_string(n_rows) + "])");
+    }
+    if (t->shape.size() != 2 || t->shape[0] != n_cols || t->shape[1] != n_rows) {
+        std::string got;
+        for (int64_t d : t->shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
+        return make_error(errc::parse_error, file_->path() + ": tensor '" + name + "' has shape [" + got + "], expected [" +
+                                                 std::to_string(n_cols) + ", " + std::to_string(n_rows) + "]");
+    }
+    if (!has_kernels(t->type)) {
+        return make_error(errc::unsupported, file_->path() + ": tensor '" + name + "' has type " +
+                                                 std::string(to_string(t->type)) +
+                                                 ", which tachyon cannot multiply (supported: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)");
+    }
+    return weight_ref{t->type, t->data, n_rows, n_cols};
+}
+
+result<const float*> llama_model::vector(const std::string& name, int64_t n, bool optional) {
+    const gguf_tensor_info* t = file_->find_tensor(name);
+    if (t == nullptr) {
+        if (optional) return static_cast<const float*>(nullptr);
+        return make_error(errc::not_found, file_->path() + ": missing tensor '" + name + "' (expected [" + std::to_string(n) + "])");
+    }
+    if (t->shape.size() != 1 || t->shape[0] != n) {
+        return make_error(errc::parse_error, file_->path() + ": tensor '" + name + "' should have shape [" + std::to_string(n) + "]");
+    }
+    if (t->type == tensor_type::f32) return reinterpret_cast<const float*>(t->data);
+    if (!can_dequantize(t->type)) {
+        return make_error(errc::unsupported, file_->path() + ": tensor '" + name + "' has unsupported type " + std::string(to_string(t->type)));
+    }
+    // Small vectors (norms, biases) in another type are converted once.
+    owned_.emplace_back(static_cast<size_t>(n));
+    dequantize_row(t->type, t->data, owned_.back().data(), n);
+    return static_cast<const float*>(owned_.back().data());
+}
+
+status llama_model::bind(std::unique_ptr<gguf_file> file) {
+    file_ = std::move(file);
+    model_hparams& hp = hparams_;
+    hp.arch = *file_->get_string("general.architecture");
+    if (auto name = file_->get_string("general.name")) hp.name = *name;
+    const std::string a = hp.arch + ".";
+    auto need_uint = [&](const std::string& key, int& out) -> status {
+        auto v = file_->get_uint(key);
+        if (!v) return v.err();
+        if (*v == 0 || *v > (1u << 24)) return make_error(errc::out_of_range, file_->path() + ": '" + key + "' = " + std::to_string(*v) + " is out of range");
+        out = static_cast<int>(*v);
+        return {};
+    };
+    TACHYON_TRY(need_uint(a + "embedding_length", hp.n_embd));
+    TACHYON_TRY(need_uint(a + "block_count", hp.n_layer));
+    TACHYON_TRY(need_uint(a + "attention.head_count", hp.n_head));
+    TACHYON_TRY(need_uint(a + "feed_forward_length", hp.n_ff));
+    hp.n_head_kv = hp.n_head;
+    if (file_->find(a + "attention.head_count_kv")) TACHYON_TRY(need_uint(a + "attention.head_count_kv", hp.n_head_kv));
+    hp.n_ctx_train = 2048;
+    if (file_->find(a + "context_length")) TACHYON_TRY(need_uint(a + "context_length", hp.n_ctx_train));
+    if (hp.n_embd % hp.n_head != 0 || hp.n_head % hp.n_head_kv != 0) {
+        return make_error(errc::parse_error, file_->path() + ": head counts (" + std::to_string(hp.n_head) + ", kv " +
+                                                 std::to_string(hp.n_head_kv) + ") do not divide embedding_length " + std::to_string(hp.n_embd));
+    }
+    hp.head_dim = hp.n_embd / hp.n_head;
+    if (file_->find(a + "attention.key_length")) TACHYON_TRY(need_uint(a + "attention.key_length", hp.head_dim));
+    hp.n_rot = hp.head_dim;
+    if (file_->find(a + "rope.dimension_count")) TACHYON_TRY(need_uint(a + "rope.dimension_count", hp.n_rot));
+    if (hp.n_rot != hp.head_dim || hp.head_dim % 2 != 0) {
+        return make_error(errc::unsupported, file_->path() + ": rope.dimension_count " + std::to_string(hp.n_rot) +
+                                                 " with head_dim " + std::to_string(hp.head_dim) + " (expected an even head_dim, fully rotated)");
+    }
+    if (auto eps = file_->get_float(a + "attention.layer_norm_rms_epsilon")) hp.rms_eps = static_cast<float>(*eps);
+    if (auto base = file_->get_float(a + "rope.freq_base")) hp.rope_base = static_cast<float>(*base);
+    hp.rope = hp.arch == "qwen2" ? rope_mode::neox : rope_mode::normal;
+
+    const gguf_tensor_info* embd = file_->find_tensor("token_embd.weight");
+    if (embd == nullptr) return make_error(errc::not_found, file_->path() + ": missing tensor 'token_embd.weight'");
+    if (embd->shape.size() != 2) return make_error(errc::parse_error, file_->path() + ": tensor 'token_embd.weight' should be 2-D");
+    hp.n_vocab = static_cast<int>(embd->shape[1]);
+    if (!can_dequantize(embd->type)) {
+        return make_error(errc::unsupported, file_->path() + ": tensor 'token_embd.weight' has unsupported type " + std::string(to_string(embd->type)));
+    }
+    auto tok = matrix("token_embd.weight", hp.n_vocab, hp.n_embd);
+    if (!tok) return tok.err();
+    tok_embd_ = *tok;
+
+    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv(), n_ff = hp.n_ff;
+    layers_.resize(static_cast<size_t>(hp.n_layer));
+    for (int il = 0; il < hp.n_layer; ++il) {
+        layer_weights& L = layers_[static_cast<size_t>(il)];
+        const std::string p = "blk." + std::to_string(il) + ".";
+#define TACHYON_BIND(field, expr)          \
+    do {                                   \
+        auto r_ = (expr);                  \
+        if (!r_) return r_.err();          \
+        L.field = *r_;                     \
+    } while (false)
+        TACHYON_BIND(attn_norm, vector(p + "attn_norm.weight", n_embd));
+        TACHYON_BIND(wq, matrix(p + "attn_q.weight", n_q, n_embd));
+        TACHYON_BIND(wk, matrix(p + "attn_k.weight", n_kv, n_embd));
+        TACHYON_BIND(wv, matrix(p + "attn_v.weight", n_kv, n_embd));
+        TACHYON_BIND(wo, matrix(p + "attn_output.weight", n_embd, n_q));
+        TACHYON_BIND(bq, vector(p + "attn_q.bias", n_q, true));
+        TACHYON_BIND(bk, vector(p + "attn_k.bias", n_kv, true));
+        TACHYON_BIND(bv, vector(p + "attn_v.bias", n_kv, true));
+        TACHYON_BIND(ffn_norm, vector(p + "ffn_norm.weight", n_embd));
+        TACHYON_BIND(gate, matrix(p + "ffn_gate.weight", n_ff, n_embd));
+        TACHYON_BIND(up, matrix(p + "ffn_up.weight", n_ff, n_embd));
+        TACHYON_BIND(down, matrix(p + "ffn_down.weight", n_embd, n_ff));
+#undef TACHYON_BIND
+        hp.qkv_bias = hp.qkv_bias || L.bq != nullptr;
+    }
+    auto norm = vector("output_norm.weight", n_embd);
+    if (!norm) return norm.err();
+    output_norm_ = *norm;
+    auto out = matrix("output.weight", hp.n_vocab, n_embd, /*optional=*/true);
+    if (!out) return out.err();
+    output_ = out->data != nullptr ? *out : tok_embd_;
+    if (output_.data == tok_embd_.data && !has_kernels(tok_embd_.type)) {
+        return make_error(errc::unsupported, file_->path() + ": tied output uses token_embd.weight of type " +
+                                                 std::string(to_string(tok_embd_.type)) + ", which tachyon cannot multiply");
+    }
+    return {};
+}
+
+void llama_model::grow(size_t n) {
+    if (n <= n_cap_) return;
+    const model_hparams& hp = hparams_;
+    n_cap_ = n;
+    x_.resize(n * hp.n_embd);
+    h_.resize(n * hp.n_embd);
+    q_.resize(n * hp.n_embd_q());
+    k_.resize(n * hp.n_embd_kv());
+    v_.resize(n * hp.n_embd_kv());
+    att_.resize(n * hp.n_embd_q());
+    tmp_.resize(n * hp.n_embd);
+    gate_.resize(n * hp.n_ff);
+    up_.resize(n * hp.n_ff);
+    out_h_.resize(n * hp.n_embd);
+}
+
+// Causal attention of every batch token over its own sequence in the paged
+// cache (positions 0..pos, the batch's own K/V already written).
+void llama_model::attention(kernel_context& ctx, const forward_batch& batch, kv_cache& kv, int il) {
+    const model_hparams& hp = hparams_;
+    const int hd = hp.head_dim, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+    const int group = hp.n_head / hp.n_head_kv;
+    const int bs = kv.config().block_size;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    const kernel_isa isa = ctx.isa();
+    const int64_t n_tasks = static_cast<int64_t>(batch.size()) * hp.n_head;
+    int max_pos = 0;
+    for (int32_t p : batch.positions) max_pos = std::max(max_pos, p);
+    // Split only when the work pays for the fan-out: ~positions × head_dim per task.
+    const int64_t grain = std::max<int64_t>(1, 16384 / (static_cast<int64_t>(max_pos + 1) * hd));
+    ctx.parallel_for(n_tasks, grain, [&](int64_t begin, int64_t end) {
+        thread_local std::vector<float> scores;          // [max_pos + 1]
+        thread_local std::vector<const float*> k_blocks; // [n_blocks of the sequence]
+        thread_local std::vector<const float*> v_blocks;
+        if (scores.size() < static_cast<size_t>(max_pos + 1)) scores.resize(static_cast<size_t>(max_pos + 1));
+        seq_id bound = -1;
+        int bound_g = -1;
+        for (int64_t task = begin; task < end; ++task) {
+            const size_t t = static_cast<size_t>(task / hp.n_head);
+            const int h = static_cast<int>(task % hp.n_head);
+            const int g = h / group;
+            // Consecutive tasks mostly share the sequence and KV head: bind block bases once.
+            if (batch.seqs[t] != bound || g != bound_g) {
+                bound = batch.seqs[t];
+                bound_g = g;
+                std::span<const int> blocks = kv.block_table(bound);
+                k_blocks.resize(blocks.size());
+                v_blocks.resize(blocks.size());
+                for (size_t b = 0; b < blocks.size(); ++b) {
+                    k_blocks[b] = kv.k_block(il, blocks[b]) + g * hd;
+                    v_blocks[b] = kv.v_block(il, blocks[b]) + g * hd;
+                }
+            }
+            attention_args args{q_.data() + t * n_q + static_cast<size_t>(h) * hd,
+                                k_blocks.data(),
+                                v_blocks.data(),
+                                bs,
+                                n_kv,
+                                batch.positions[t] + 1,
+                                scale,
+                                scores.data(),
+                                att_.data() + t * n_q + static_cast<size_t>(h) * hd};
+            attend(args, hd, isa);
+        }
+    });
+}
+
+// One transformer block: norm → attention → residual → norm → SwiGLU → residual.
+void llama_model::layer(kernel_context& ctx, const forward_batch& batch, kv_cache& kv, int il) {
+    const model_hparams& hp = hparams_;
+    const layer_weights& L = layers_[static_cast<size_t>(il)];
+    const int64_t n = static_cast<int64_t>(batch.size());
+    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv(), n_ff = hp.n_ff;
+    const kernel_isa isa = ctx.isa();
+
+    for (int64_t t = 0; t < n; ++t) rmsnorm(&h_[t * n_embd], &x_[t * n_embd], L.attn_norm, n_embd, hp.rms_eps, isa);
+    matmul(ctx, L.wq.type, L.wq.data, n_q, n_embd, h_.data(), n, q_.data());
+    matmul(ctx, L.wk.type, L.wk.data, n_kv, n_embd, h_.data(), n, k_.data());
+    matmul(ctx, L.wv.type, L.wv.data, n_kv, n_embd, h_.data(), n, v_.data());
+    for (int64_t t = 0; t < n; ++t) {
+        if (L.bq) add(&q_[t * n_q], &q_[t * n_q], L.bq, n_q, isa);
+        if (L.bk) add(&k_[t * n_kv], &k_[t * n_kv], L.bk, n_kv, isa);
+        if (L.bv) add(&v_[t * n_kv], &v_[t * n_kv], L.bv, n_kv, isa);
+    }
+    rope(q_.data(), n, hp.n_head, hp.head_dim, batch.positions.data(), hp.rope_base, hp.rope);
+    rope(k_.data(), n, hp.n_head_kv, hp.head_dim, batch.positions.data(), hp.rope_base, hp.rope);
+    for (int64_t t = 0; t < n; ++t) {
+        const int pos = batch.positions[static_cast<size_t>(t)];
+        const seq_id s = batch.seqs[static_cast<size_t>(t)];
+        std::memcpy(kv.k_row(il, s, pos), &k_[t * n_kv], static_cast<size_t>(n_kv) * sizeof(float));
+        std::memcpy(kv.v_row(il, s, pos), &v_[t * n_kv], static_cast<size_t>(n_kv) * sizeof(float));
+    }
+    attention(ctx, batch, kv, il);
+    matmul(ctx, L.wo.type, L.wo.data, n_embd, n_q, att_.data(), n, tmp_.data());
+    add(x_.data(), x_.data(), tmp_.data(), n * n_embd, isa);
+
+    for (int64_t t = 0; t < n; ++t) rmsnorm(&h_[t * n_embd], &x_[t * n_embd], L.ffn_norm, n_embd, hp.rms_eps, isa);
+    matmul(ctx, L.gate.type, L.gate.data, n_ff, n_embd, h_.data(), n, gate_.data());
+    matmul(ctx, L.up.type, L.up.data, n_ff, n_embd, h_.data(), n, up_.data());
+    silu_mul(gate_.data(), gate_.data(), up_.data(), n * n_ff, isa);
+    matmul(ctx, L.down.type, L.down.data, n_embd, n_ff, gate_.data(), n, tmp_.data());
+    add(x_.data(), x_.data(), tmp_.data(), n * n_embd, isa);
+}
+
+void llama_model::forward(kernel_context& ctx, const forward_batch& batch, kv_cache& kv, float* logits) {
+    const model_hparams& hp = hparams_;
+    const int64_t n = static_cast<int64_t>(batch.size());
+    const int64_t n_embd = hp.n_embd;
+    TACHYON_ASSERT(n > 0, "forward of an empty batch");
+    grow(static_cast<size_t>(n));
+
+    const size_t embd_row = row_bytes(traits_of(tok_embd_.type), n_embd);
+    for (int64_t t = 0; t < n; ++t) {
+        const int32_t id = batch.tokens[static_cast<size_t>(t)];
+        TACHYON_ASSERT(id >= 0 && id < hp.n_vocab, "forward: token id out of range");
+        dequantize_row(tok_embd_.type, static_cast<const std::byte*>(tok_embd_.data) + embd_row * static_cast<size_t>(id), &x_[t * n_embd], n_embd);
+    }
+    for (int il = 0; il < hp.n_layer; ++il) layer(ctx, batch, kv, il);
+
+    // Final norm and output projection only for the rows that want logits.
+    int64_t n_out = 0;
+    for (int64_t t = 0; t < n; ++t) {
+        if (!batch.logits[static_cast<size_t>(t)]) continue;
+        rmsnorm(&out_h_[n_out * n_embd], &x_[t * n_embd], output_norm_, n_embd, hp.rms_eps, ctx.isa());
+        ++n_out;
+    }
+    if (n_out > 0) matmul(ctx, output_.type, output_.data, hp.n_vocab, n_embd, out_h_.data(), n_out, logits);
+}
+
+}  // namespace
+
+result<std::unique_ptr<model>> load_llama(std::unique_ptr<gguf_file> file) {
+    auto m = std::make_unique<llama_model>();
+    TACHYON_TRY(m->bind(std::move(file)));
+    return std::unique_ptr<model>(std::move(m));
+}
+
+}  // namespace tachyon::arch

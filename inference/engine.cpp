@@ -1,0 +1,375 @@
+#include "inference/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+
+#include "inference/base/log.h"
+#include "inference/kernels.h"
+
+namespace tachyon {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double ms_between(clock_type::time_point a, clock_type::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+kv_cache_config kv_config_for(const model& m, const engine_options& o) {
+    kv_cache_config c;
+    c.n_layer = m.hparams().n_layer;
+    c.n_kv_embd = m.hparams().n_embd_kv();
+    c.block_size = o.block_size;
+    c.n_blocks = (o.n_ctx + o.block_size - 1) / o.block_size;
+    return c;
+}
+
+}  // namespace
+
+std::string_view to_string(finish_reason reason) {
+    switch (reason) {
+        case finish_reason::stop: return "stop";
+        case finish_reason::length: return "length";
+        case finish_reason::cancelled: return "cancelled";
+        case finish_reason::error: return "error";
+    }
+    return "?";
+}
+
+struct engine::active {
+    request_id id = 0;
+    request req;
+    session_state* session = nullptr;
+    sampler smp;
+    std::vector<int32_t> generated;
+    request_stats stats;
+    clock_type::time_point submitted, started, first_token;
+    bool started_ = false;
+    bool in_prefill = true;
+    bool done = false;
+
+    active(request_id i, request&& r, session_state* s)
+        : id(i), req(std::move(r)), session(s), smp(req.sampling), submitted(clock_type::now()) {}
+};
+
+engine::engine(std::unique_ptr<model> m, const engine_options& options)
+    : model_(std::move(m)),
+      options_(options),
+      ctx_(std::make_unique<kernel_context>(options.n_threads)),
+      kv_(kv_config_for(*model_, options)) {
+    thread_ = std::thread([this] { loop(); });
+}
+
+result<std::unique_ptr<engine>> engine::open(const std::string& model_path, const engine_options& options) {
+    if (options.n_ctx <= 0 || options.block_size <= 0 || options.max_batch_tokens <= 0 || options.n_threads <= 0) {
+        return make_error(errc::invalid_argument, "engine options: n_ctx, block_size, max_batch_tokens and n_threads must be positive");
+    }
+    auto m = load_model(model_path);
+    if (!m) return m.err();
+    return create(std::move(m).value(), options);
+}
+
+std::unique_ptr<engine> engine::create(std::unique_ptr<model> m, const engine_options& options) {
+    return std::unique_ptr<engine>(new engine(std::move(m), options));
+}
+
+engine::~engine() {
+    {
+        std::lock_guard lock(mutex_);
+        stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+}
+
+session_id engine::create_session() {
+    std::lock_guard lock(mutex_);
+    session_id id = next_session_++;
+    sessions_.emplace(id, session_state{});  // its KV sequence is made on the engine thread, at first use
+    return id;
+}
+
+void engine::close_session(session_id session) {
+    {
+        std::lock_guard lock(mutex_);
+        closes_.push_back(session);
+    }
+    wake_.notify_all();
+}
+
+void engine::truncate_session(session_id session, int n_tokens) {
+    {
+        std::lock_guard lock(mutex_);
+        truncates_.emplace_back(session, n_tokens);
+    }
+    wake_.notify_all();
+}
+
+request_id engine::submit(request req) {
+    request_id id;
+    {
+        std::lock_guard lock(mutex_);
+        id = next_request_++;
+        queue_.emplace_back(id, std::move(req));
+    }
+    wake_.notify_all();
+    return id;
+}
+
+void engine::cancel(request_id id) {
+    {
+        std::lock_guard lock(mutex_);
+        cancels_.push_back(id);
+    }
+    wake_.notify_all();
+}
+
+request_stats engine::run(request req) {
+    auto done = std::make_shared<std::promise<request_stats>>();
+    auto fut = done->get_future();
+    done_callback user_done = std::move(req.on_done);
+    req.on_done = [done, user_done](const request_stats& s) {
+        if (user_done) user_done(s);
+        done->set_value(s);
+    };
+    submit(std::move(req));
+    return fut.get();
+}
+
+int engine::session_length(session_id session) const {
+    std::lock_guard lock(mutex_);
+    auto it = sessions_.find(session);
+    return it == sessions_.end() ? 0 : static_cast<int>(it->second.tokens.size());
+}
+
+std::vector<int32_t> engine::session_tokens(session_id session) const {
+    std::lock_guard lock(mutex_);
+    auto it = sessions_.find(session);
+    return it == sessions_.end() ? std::vector<int32_t>{} : it->second.tokens;
+}
+
+int engine::n_free_kv_blocks() const { return n_free_blocks_.load(std::memory_order_relaxed); }
+
+void engine::finish(active& a, finish_reason reason, std::string error) {
+    if (a.done) return;
+    a.done = true;
+    auto now = clock_type::now();
+    if (!a.started_) a.started = now;
+    a.stats.finish = reason;
+    a.stats.error = std::move(error);
+    a.stats.n_generated = static_cast<int>(a.generated.size());
+    a.stats.queue_ms = ms_between(a.submitted, a.started);
+    if (a.generated.empty()) {
+        a.stats.prefill_ms = ms_between(a.started, now);
+    } else {
+        a.stats.prefill_ms = ms_between(a.started, a.first_token);
+        a.stats.decode_ms = ms_between(a.first_token, now);
+    }
+    if (reason == finish_reason::error) TACHYON_LOG(warn, "engine: request " << a.id << " failed: " << a.stats.error);
+    if (!a.req.on_done) return;
+    if (deferring_) {
+        // Inside admit() the lock is held; callbacks may call back into the engine.
+        deferred_.push_back([cb = std::move(a.req.on_done), stats = a.stats] { cb(stats); });
+    } else {
+        a.req.on_done(a.stats);
+    }
+}
+
+// Applies control messages and admits queued requests. Returns false when the
+// engine is stopping. Called with the lock held.
+bool engine::admit() {
+    for (auto [sid, n] : truncates_) {
+        auto it = sessions_.find(sid);
+        if (it == sessions_.end() || n < 0) continue;
+        session_state& s = it->second;
+        if (n < static_cast<int>(s.tokens.size())) s.tokens.resize(static_cast<size_t>(n));
+        if (s.seq >= 0 && n < kv_.n_tokens(s.seq)) kv_.truncate(s.seq, n);
+    }
+    truncates_.clear();
+    for (request_id id : cancels_) {
+        for (auto& a : active_)
+            if (a->id == id) finish(*a, finish_reason::cancelled);
+        for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+            if (it->first != id) continue;
+            active tmp(it->first, std::move(it->second), nullptr);
+            finish(tmp, finish_reason::cancelled);
+            queue_.erase(it);
+            break;
+        }
+    }
+    cancels_.clear();
+    for (session_id sid : closes_) {
+        auto it = sessions_.find(sid);
+        if (it == sessions_.end()) continue;
+        it->second.closing = true;
+    }
+    closes_.clear();
+    for (auto it = queue_.begin(); it != queue_.end();) {
+        auto sit = sessions_.find(it->second.session);
+        if (sit == sessions_.end() || sit->second.closing) {
+            active tmp(it->first, std::move(it->second), nullptr);
+            finish(tmp, finish_reason::error, "unknown or closed session " + std::to_string(tmp.req.session));
+            it = queue_.erase(it);
+            continue;
+        }
+        if (sit->second.busy) {
+            ++it;
+            continue;
+        }
+        sit->second.busy = true;
+        if (sit->second.seq < 0) sit->second.seq = kv_.create();
+        auto a = std::make_unique<active>(it->first, std::move(it->second), &sit->second);
+        a->stats.n_appended = static_cast<int>(a->req.append.size());
+        const int n_vocab = model_->hparams().n_vocab;
+        bool bad = false;
+        for (int32_t t : a->req.append) bad = bad || t < 0 || t >= n_vocab;
+        if (bad) {
+            finish(*a, finish_reason::error, "request holds a token id outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+        } else {
+            sit->second.tokens.insert(sit->second.tokens.end(), a->req.append.begin(), a->req.append.end());
+        }
+        active_.push_back(std::move(a));
+        it = queue_.erase(it);
+    }
+    // Release finished requests and closed idle sessions.
+    for (auto& a : active_) {
+        if (a->done && a->session != nullptr) a->session->busy = false;
+    }
+    active_.erase(std::remove_if(active_.begin(), active_.end(), [](const auto& a) { return a->done; }), active_.end());
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+        if (it->second.closing && !it->second.busy) {
+            if (it->second.seq >= 0) kv_.drop(it->second.seq);
+            it = sessions_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return !stop_;
+}
+
+void engine::step() {
+    const int n_vocab = model_->hparams().n_vocab;
+    batch_.clear();
+    int budget = options_.max_batch_tokens;
+    std::vector<std::pair<active*, int>> planned;  // request, tokens it put in the batch
+    // Decoding requests first (one token each), so decoding never stalls
+    // behind a long prefill; prefill fills the rest of the budget in chunks.
+    for (int pass = 0; pass < 2; ++pass) {
+        for (auto& up : active_) {
+            active& a = *up;
+            if (a.done || budget <= 0) continue;
+            session_state& s = *a.session;
+            const int computed = kv_.n_tokens(s.seq);
+            const int pending = static_cast<int>(s.tokens.size()) - computed;
+            const bool decoding = !a.in_prefill;
+            if ((pass == 0) != decoding) continue;
+            if (pending <= 0) {
+                // Nothing to compute: prefill-only request whose tokens are all in the KV.
+                if (a.req.max_tokens <= 0 || a.generated.size() >= static_cast<size_t>(a.req.max_tokens)) {
+                    finish(a, a.req.max_tokens <= 0 ? finish_reason::stop : finish_reason::length);
+                } else {
+                    // Generation wanted but no token to feed (empty session): nothing can be predicted.
+                    finish(a, finish_reason::error, "cannot generate from an empty session: append at least one token");
+                }
+                continue;
+            }
+            const int n = std::min(pending, budget);
+            if (auto st = kv_.reserve(s.seq, n); !st) {
+                finish(a, finish_reason::error, st.err().message);
+                continue;
+            }
+            if (!a.started_) {
+                a.started_ = true;
+                a.started = clock_type::now();
+            }
+            const bool last_chunk = n == pending;
+            for (int i = 0; i < n; ++i) {
+                const bool want = last_chunk && i == n - 1 && a.req.max_tokens > 0;
+                batch_.add(s.tokens[static_cast<size_t>(computed + i)], s.seq, computed + i, want);
+            }
+            budget -= n;
+            planned.emplace_back(&a, n);
+        }
+    }
+    if (batch_.size() == 0) return;
+
+    const size_t n_logits = static_cast<size_t>(batch_.n_logits());
+    if (logits_.size() < n_logits * n_vocab) logits_.resize(n_logits * n_vocab);
+    model_->forward(*ctx_, batch_, kv_, logits_.data());
+
+    size_t row = 0;
+    for (auto [ap, n] : planned) {
+        active& a = *ap;
+        session_state& s = *a.session;
+        const int computed = kv_.n_tokens(s.seq);
+        kv_.commit(s.seq, n);
+        if (a.in_prefill) a.stats.n_prefilled += n;
+        const bool has_logits = computed + n == static_cast<int>(s.tokens.size()) && a.req.max_tokens > 0;
+        if (!has_logits) continue;
+        std::span<const float> logits(&logits_[row * n_vocab], static_cast<size_t>(n_vocab));
+        ++row;
+        if (a.done) continue;  // cancelled meanwhile
+        std::span<const uint8_t> allowed;
+        if (a.req.constrain) {
+            mask_.assign(static_cast<size_t>(n_vocab), 1);
+            a.req.constrain(a.generated, mask_);
+            allowed = mask_;
+            if (std::find(mask_.begin(), mask_.end(), uint8_t{1}) == mask_.end()) {
+                finish(a, finish_reason::error, "the constraint allows no token");
+                continue;
+            }
+        }
+        const int32_t token = a.smp.sample(logits, s.tokens, allowed);
+        if (a.generated.empty()) a.first_token = clock_type::now();
+        a.in_prefill = false;
+        a.generated.push_back(token);
+        {
+            std::lock_guard lock(mutex_);
+            s.tokens.push_back(token);
+        }
+        bool go_on = a.req.on_token ? a.req.on_token(token) : true;
+        bool stop_token = std::find(a.req.stop_tokens.begin(), a.req.stop_tokens.end(), token) != a.req.stop_tokens.end();
+        if (!go_on || stop_token) {
+            finish(a, finish_reason::stop);
+        } else if (static_cast<int>(a.generated.size()) >= a.req.max_tokens) {
+            finish(a, finish_reason::length);
+        }
+    }
+}
+
+void engine::loop() {
+    n_free_blocks_.store(kv_.n_free_blocks());
+    for (;;) {
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [this] {
+                return stop_ || !queue_.empty() || !cancels_.empty() || !truncates_.empty() || !closes_.empty() ||
+                       !active_.empty();
+            });
+            deferring_ = true;
+            bool go_on = admit();
+            deferring_ = false;
+            if (!go_on) break;
+        }
+        for (auto& cb : deferred_) cb();
+        deferred_.clear();
+        step();
+        n_free_blocks_.store(kv_.n_free_blocks(), std::memory_order_relaxed);
+    }
+    // Shutting down: everything still queued or running ends as cancelled.
+    for (auto& cb : deferred_) cb();
+    deferred_.clear();
+    std::deque<std::pair<request_id, request>> queued;
+    {
+        std::lock_guard lock(mutex_);
+        queued.swap(queue_);
+    }
+    for (auto& a : active_) finish(*a, finish_reason::cancelled);
+    for (auto& [id, req] : queued) {
+        active tmp(id, std::move(req), nullptr);
+        finish(tmp, finish_reason::cancelled);
+    }
+}
+
+}  // namespace tachyon

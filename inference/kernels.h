@@ -1,0 +1,105 @@
+// Dot products and matrix multiplication over every weight type tachyon
+// loads, with a portable reference path and an AVX2/FMA/F16C path chosen at
+// run time (the binary itself stays plain x86-64).
+//
+// Weights are used in place in their GGUF encoding. Activations are f32 for
+// f32/f16/bf16 weights and are quantized once per matmul call for the
+// quantized types (q8_0 for q8_0 and q4_0 weights, q8_k for q4_k and q6_k),
+// so the inner loops multiply integers and apply the block scales once per
+// block.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "inference/tensor_type.h"
+
+namespace tachyon {
+
+enum class kernel_isa { scalar, avx2 };
+
+std::string_view to_string(kernel_isa isa);
+
+// True when the CPU has AVX2, FMA and F16C (and the OS saves ymm state).
+bool cpu_has_avx2();
+
+// The kernels to use given the value of TACHYON_KERNELS (nullptr when unset)
+// and the CPU: "scalar" forces the reference kernels; unset, empty, "auto" or
+// "avx2" pick AVX2 when the CPU has it. An unknown value falls back to auto.
+kernel_isa select_isa(const char* env_value, bool has_avx2);
+
+// select_isa(getenv("TACHYON_KERNELS"), cpu_has_avx2()), decided once.
+kernel_isa default_isa();
+
+// True for the weight types matmul and vec_dot handle: f32, f16, bf16,
+// q8_0, q4_0, q4_k, q6_k.
+bool has_kernels(tensor_type weight);
+
+// Format the activations of a dot product with `weight` rows are converted
+// to: f32, q8_0 or q8_k.
+tensor_type activation_type(tensor_type weight);
+
+// Converts n activations to activation_type(weight); dst holds
+// row_size(activation_type(weight), n) bytes.
+void quantize_activations(kernel_isa isa, tensor_type weight, const float* x, void* dst, int64_t n);
+
+// sum_k w[k] * x[k] over n elements: `w` one row of `weight`, `x` one row
+// already in activation_type(weight). n must be a multiple of the block size.
+float vec_dot(kernel_isa isa, tensor_type weight, int64_t n, const void* w, const void* x);
+
+// What a matmul runs with: the kernel set, the threads, and a scratch buffer
+// for quantized activations that grows to the largest batch seen (the cost of
+// an allocation is paid once, not per call). One context per engine thread;
+// not thread-safe.
+class kernel_context {
+public:
+    // n_threads <= 1 runs every matmul on the calling thread.
+    explicit kernel_context(int n_threads = 1, kernel_isa isa = default_isa());
+    ~kernel_context();
+    kernel_context(const kernel_context&) = delete;
+    kernel_context& operator=(const kernel_context&) = delete;
+
+    kernel_isa isa() const { return isa_; }
+    int n_threads() const { return n_threads_; }
+
+    // Runs fn(begin, end) over [0, n) split into contiguous parts of at least
+    // `grain`, on this context's threads; serially when n_threads <= 1 or the
+    // range is a single grain.
+    template <class Fn>
+    void parallel_for(int64_t n, int64_t grain, const Fn& fn);
+
+    std::byte* scratch(size_t n_bytes);
+
+private:
+    void run_parallel(int64_t n, int64_t grain, void (*body)(const void*, int64_t, int64_t), const void* fn);
+
+    kernel_isa isa_;
+    int n_threads_;
+    struct arena;                  // a tbb::task_arena of n_threads, made on first use
+    std::unique_ptr<arena> arena_;
+    std::vector<std::byte> scratch_;
+};
+
+// y[t, r] = sum_k W[r, k] * x[t, k].
+//   w: [n_rows, n_cols] of `weight` (GGUF order: ne0 = n_cols)
+//   x: [n_tokens, n_cols] f32
+//   y: [n_tokens, n_rows] f32
+// Activations are converted once per call; several tokens share each loaded
+// weight block; rows are split over the context's threads when the product
+// is large enough to pay for the fan-out.
+void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols,
+            const float* x, int64_t n_tokens, float* y);
+
+template <class Fn>
+void kernel_context::parallel_for(int64_t n, int64_t grain, const Fn& fn) {
+    if (n_threads_ <= 1 || n <= grain) {
+        fn(int64_t{0}, n);
+        return;
+    }
+    run_parallel(n, grain, [](const void* f, int64_t b, int64_t e) { (*static_cast<const Fn*>(f))(b, e); }, &fn);
+}
+
+}  // namespace tachyon

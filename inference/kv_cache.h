@@ -1,0 +1,93 @@
+// Paged KV cache. Keys and values of every sequence live in fixed-size blocks
+// of `block_size` positions; a sequence owns a block table (its positions in
+// order). Blocks are reference counted, so sequences share a prefix by
+// pointing at the same blocks (fork), and a shared block is copied only when
+// a sequence writes into it (copy-on-write of the partially filled tail).
+//
+// Not thread-safe: the engine thread owns it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "inference/base/result.h"
+
+namespace tachyon {
+
+using seq_id = int32_t;
+
+struct kv_cache_config {
+    int n_layer = 0;
+    int n_kv_embd = 0;     // n_kv_head * head_dim
+    int block_size = 16;   // positions per block
+    int n_blocks = 0;      // capacity, all sequences together
+};
+
+class kv_cache {
+public:
+    explicit kv_cache(const kv_cache_config& config);
+
+    const kv_cache_config& config() const { return config_; }
+
+    seq_id create();
+    // A new sequence sharing every block of `src` (no copy until one writes).
+    result<seq_id> fork(seq_id src);
+    // Makes room for n_new more positions after the current end; copies a
+    // shared tail block first. Fails (resource_exhausted) without changing
+    // anything when the free blocks do not suffice.
+    status reserve(seq_id seq, int n_new);
+    // Extends the sequence by n_new positions whose K/V were written.
+    void commit(seq_id seq, int n_new);
+    // Keeps the first n positions; releases blocks no longer needed.
+    void truncate(seq_id seq, int n);
+    void drop(seq_id seq);
+    bool contains(seq_id seq) const { return seqs_.count(seq) != 0; }
+
+    int n_tokens(seq_id seq) const;
+    int n_sequences() const { return static_cast<int>(seqs_.size()); }
+    int n_free_blocks() const { return static_cast<int>(free_.size()); }
+    int n_used_blocks() const { return config_.n_blocks - n_free_blocks(); }
+    int ref_count(int block) const { return refs_[static_cast<size_t>(block)]; }
+    std::span<const int> block_table(seq_id seq) const;
+
+    // Rows of K and V at position `pos` of `seq` in `layer`: [n_kv_embd] f32.
+    // `pos` must be below n_tokens + reserved capacity; the block must be
+    // exclusively owned when writing (reserve() guarantees it for new ones).
+    float* k_row(int layer, seq_id seq, int pos);
+    float* v_row(int layer, seq_id seq, int pos);
+    // Rows of a whole block: [block_size, n_kv_embd] f32.
+    const float* k_block(int layer, int block) const { return k_.data() + block_offset(layer, block); }
+    const float* v_block(int layer, int block) const { return v_.data() + block_offset(layer, block); }
+
+    // For prefix sharing across sequences (prefix cache): an external holder
+    // keeps blocks alive.
+    void retain_block(int block);
+    void release_block(int block);
+
+private:
+    struct sequence {
+        std::vector<int> blocks;  // block table, in position order
+        int n_tokens = 0;
+    };
+
+    size_t block_offset(int layer, int block) const {
+        return (static_cast<size_t>(layer) * config_.n_blocks + block) * config_.block_size * config_.n_kv_embd;
+    }
+    sequence& get(seq_id seq);
+    const sequence& get(seq_id seq) const;
+    int take_block();
+    void copy_block(int dst, int src, int n_positions);
+
+    kv_cache_config config_;
+    std::vector<float> k_;  // [n_layer, n_blocks, block_size, n_kv_embd]
+    std::vector<float> v_;  // [n_layer, n_blocks, block_size, n_kv_embd]
+    std::vector<int> refs_;  // [n_blocks] owners of each block (sequences + external holders)
+    std::vector<int> free_;  // free block ids, taken from the back
+    std::unordered_map<seq_id, sequence> seqs_;
+    seq_id next_id_ = 0;
+};
+
+}  // namespace tachyon

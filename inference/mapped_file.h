@@ -1,0 +1,36 @@
+// A read-only, private memory mapping of a whole file. The pages are shared
+// with the page cache, so opening a multi-GB model costs no copy and no RAM
+// beyond what is touched.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "inference/base/result.h"
+
+namespace tachyon {
+
+class mapped_file {
+public:
+    // Maps `path` with PROT_READ / MAP_PRIVATE. An empty file maps to an
+    // empty span (mmap refuses length 0).
+    static result<std::unique_ptr<mapped_file>> open(const std::string& path);
+
+    ~mapped_file();
+    mapped_file(const mapped_file&) = delete;
+    mapped_file& operator=(const mapped_file&) = delete;
+
+    std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(base_), size_}; }
+    const std::string& path() const { return path_; }
+
+private:
+    mapped_file() = default;
+
+    std::string path_;
+    void* base_ = nullptr;  // nullptr for an empty file
+    size_t size_ = 0;
+};
+
+}  // namespace tachyon

@@ -1,0 +1,672 @@
+#include "runtime/agent_run.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <chrono>
+#include <set>
+
+#include "inference/base/log.h"
+#include "runtime/async_flag.h"
+#include "runtime/journal.h"
+#include "runtime/json_schema.h"
+#include "runtime/json_util.h"
+#include "runtime/tool_call_parser.h"
+#include "runtime/tool_catalog.h"
+
+namespace tachyon {
+namespace asio = boost::asio;
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+// Identifier-like words of a text (service names, trace ids, line ids,
+// timestamps): the values grounded arguments may take.
+void collect_identifiers(std::string_view text, std::set<std::string>& out) {
+    auto word_char = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+               c == '.' || c == ':' || c == '/';
+    };
+    auto edge_char = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+    size_t i = 0;
+    while (i < text.size()) {
+        while (i < text.size() && !word_char(text[i])) ++i;
+        size_t j = i;
+        while (j < text.size() && word_char(text[j])) ++j;
+        size_t a = i, b = j;
+        while (a < b && !edge_char(text[a])) ++a;
+        while (b > a && !edge_char(text[b - 1])) --b;
+        if (b - a >= 2 && b - a <= 80) out.emplace(text.substr(a, b - a));
+        i = j;
+    }
+}
+
+// One tool call in flight.
+struct call_slot {
+    run_tool_call rec;
+    std::shared_ptr<tools::tool> tool;
+    std::atomic<bool> cancel{false};
+    bool finished = false;
+    asio::steady_timer timeout;
+    async_flag done;
+    std::string error;
+
+    call_slot(const asio::any_io_executor& ex) : timeout(ex), done(ex) {}
+};
+
+class runner : public std::enable_shared_from_this<runner> {
+public:
+    runner(run_environment env, run_request req, asio::any_io_executor ex)
+        : env_(std::move(env)), req_(std::move(req)), ex_(ex), deadline_(ex) {}
+
+    asio::awaitable<run_outcome> run();
+
+private:
+    double now_ms() const { return std::chrono::duration<double, std::milli>(clock_type::now() - t0_).count(); }
+    bool stopping() const { return deadline_hit_ || (env_.cancel && env_.cancel->load()); }
+
+    status setup();
+    asio::awaitable<request_stats> generate(std::vector<int32_t> append, int max_tokens, run_turn& turn);
+    void on_token(int32_t token, run_turn& turn);
+    void handle_events();
+    std::shared_ptr<call_slot> make_call(int step, int index, const std::string& name, const std::string& arguments, bool early);
+    void start_call(const std::shared_ptr<call_slot>& slot);
+    void finish_call(const std::shared_ptr<call_slot>& slot, bool ok, std::string text);
+    asio::awaitable<void> await_calls(const std::vector<std::shared_ptr<call_slot>>& calls);
+    asio::awaitable<std::pair<bool, std::string>> verify(const std::string& answer);
+    result<std::vector<int32_t>> next_turn_tokens(const std::string& turn_text, int32_t end_token,
+                                                  const std::vector<chat_message>& new_messages, bool& rewound);
+    void journal_turn(const run_turn& t);
+    void finish(run_outcome& out, std::string state, std::string error = {});
+
+    run_environment env_;
+    run_request req_;
+    asio::any_io_executor ex_;
+    asio::steady_timer deadline_;
+    bool deadline_hit_ = false;
+    clock_type::time_point t0_ = clock_type::now();
+    std::optional<journal::writer> journal_;
+
+    const agent_definition* agent_ = nullptr;
+    std::vector<std::shared_ptr<tools::tool>> tools_;
+    std::map<std::string, std::pair<std::shared_ptr<tools::tool>, json_schema>> tool_by_name_;
+    std::vector<std::pair<std::shared_ptr<tools::tool>, const agent_verify_check*>> verify_tools_;
+    std::optional<json_schema> output_schema_;
+    std::set<std::string> grounded_;
+
+    session_id session_ = 0;
+    request_id current_request_ = 0;
+    std::vector<chat_message> messages_;
+    chat_render_options render_options_;  // the tools section, in every render
+    std::string rendered_;             // the conversation as rendered so far (ends with the assistant prompt)
+    std::vector<int32_t> all_tokens_;  // the tokens of rendered_ plus generated ones (for the no-kv_retain mode)
+    int n_prompt_tokens_ = 0;          // tokens of rendered_
+    int generated_total_ = 0;
+
+    // The turn being decoded.
+    std::optional<incremental_detokenizer> detok_;
+    tool_call_parser parser_;
+    std::vector<tool_call_event> events_;
+    std::string turn_text_;
+    int turn_step_ = 0;
+    int turn_calls_ = 0;
+    int turn_call_errors_ = 0;
+    std::vector<std::shared_ptr<call_slot>> turn_slots_;
+    std::vector<std::pair<int, std::string>> turn_errors_;  // call index → error text for the model
+    double turn_decode_end_ms_ = 0;
+
+    run_outcome out_;
+};
+
+status runner::setup() {
+    agent_ = req_.agent.get();
+    const agent_definition& a = *agent_;
+    std::vector<tool_request> requests;
+    for (const auto& t : a.tools) {
+        tool_request r{t.name, {}};
+        for (const auto& [k, v] : t.settings) {
+            auto filled = fill_placeholders(v, req_.inputs, a.file + ": tools." + t.name + ".settings." + k);
+            if (!filled) return filled.err();
+            r.settings[k] = *filled;
+        }
+        requests.push_back(std::move(r));
+    }
+    auto made = make_builtin_tools(requests);
+    if (!made) return made.err();
+    tools_ = std::move(made).value();
+    for (const auto& t : tools_) {
+        auto schema = json_schema::parse(t->parameters_schema(), std::string(t->name()), "argument");
+        if (!schema) return make_error(errc::internal, "tool " + std::string(t->name()) + " declares a bad schema: " + schema.err().message);
+        tool_by_name_.emplace(std::string(t->name()), std::make_pair(t, std::move(schema).value()));
+    }
+    for (const auto& check : a.verify) {
+        tool_request r{check.tool, {}};
+        for (const auto& [k, v] : check.settings) {
+            auto filled = fill_placeholders(v, req_.inputs, a.file + ": verify." + check.tool + ".settings." + k);
+            if (!filled) return filled.err();
+            r.settings[k] = *filled;
+        }
+        auto vt = make_builtin_tools({r});
+        if (!vt) return vt.err();
+        verify_tools_.emplace_back(vt->front(), &check);
+    }
+    if (!a.output_schema.empty()) {
+        auto s = json_schema::parse(a.output_schema, "final answer", "field");
+        if (!s) return make_error(errc::invalid_argument, a.file + ": output_schema: " + s.err().message);
+        output_schema_ = std::move(s).value();
+    }
+    return {};
+}
+
+void runner::journal_turn(const run_turn& t) {
+    if (!journal_) return;
+    journal::model_turn_event e;
+    e.step = t.step;
+    e.prefill_tokens = t.prefill_tokens;
+    e.reused_tokens = t.reused_tokens;
+    e.generated_tokens = t.generated_tokens;
+    e.prefill_start_ms = t.start_ms;
+    e.prefill_end_ms = t.first_token_ms;
+    e.decode_end_ms = t.end_ms;
+    e.text = t.text;
+    (void)journal_->model_turn(e);
+}
+
+std::shared_ptr<call_slot> runner::make_call(int step, int index, const std::string& name, const std::string& arguments, bool early) {
+    auto slot = std::make_shared<call_slot>(ex_);
+    slot->rec.step = step;
+    slot->rec.call_id = "call_" + std::to_string(step) + "_" + std::to_string(index);
+    slot->rec.name = name;
+    slot->rec.arguments = arguments;
+    slot->rec.early = early;
+    auto it = tool_by_name_.find(name);
+    if (it != tool_by_name_.end()) slot->tool = it->second.first;
+    return slot;
+}
+
+void runner::finish_call(const std::shared_ptr<call_slot>& slot, bool ok, std::string text) {
+    if (slot->finished) return;
+    slot->finished = true;
+    slot->timeout.cancel();
+    slot->rec.end_ms = now_ms();
+    slot->rec.ok = ok;
+    slot->rec.result = std::move(text);
+    out_.calls.push_back(slot->rec);
+    if (env_.observer) env_.observer->on_tool_end(slot->rec);
+    if (journal_) {
+        journal::tool_call_event e;
+        e.step = slot->rec.step;
+        e.call_id = slot->rec.call_id;
+        e.name = slot->rec.name;
+        e.arguments_json = slot->rec.arguments;
+        e.start_ms = slot->rec.start_ms;
+        e.end_ms = slot->rec.end_ms;
+        e.ok = ok;
+        e.result = ok ? slot->rec.result : std::string();
+        e.error = ok ? std::string() : slot->rec.result;
+        e.early = slot->rec.early;
+        (void)journal_->tool_call(e);
+    }
+    slot->done.set();
+}
+
+void runner::start_call(const std::shared_ptr<call_slot>& slot) {
+    slot->rec.start_ms = now_ms();
+    if (env_.observer) env_.observer->on_tool_start(slot->rec);
+    int64_t timeout_ms = agent_->budgets.tool_timeout_ms;
+    for (const auto& t : agent_->tools)
+        if (t.name == slot->rec.name && t.timeout_ms) timeout_ms = *t.timeout_ms;
+    slot->timeout.expires_after(std::chrono::milliseconds(timeout_ms));
+    slot->timeout.async_wait([this, self = shared_from_this(), slot, timeout_ms](boost::system::error_code ec) {
+        if (ec || slot->finished) return;
+        slot->cancel.store(true);
+        finish_call(slot, false, slot->rec.name + ": timed out after " + std::to_string(timeout_ms) + " ms");
+    });
+    auto ex = ex_;
+    // The pool thread holds the runner alive: a timed-out call may finish after the run.
+    asio::post(*env_.tool_pool, [this, self = shared_from_this(), slot, ex] {
+        tools::call_context ctx{&slot->cancel};
+        result<std::string> r = make_error(errc::internal, "tool threw");
+        try {
+            r = slot->tool->invoke(slot->rec.arguments, ctx);
+        } catch (const std::exception& e) {
+            r = make_error(errc::internal, slot->rec.name + ": internal error: " + e.what());
+        }
+        asio::post(ex, [this, self, slot, r = std::move(r)]() mutable {
+            if (r) finish_call(slot, true, std::move(r).value());
+            else finish_call(slot, false, r.err().message);
+        });
+    });
+}
+
+asio::awaitable<void> runner::await_calls(const std::vector<std::shared_ptr<call_slot>>& calls) {
+    for (const auto& c : calls) co_await c->done.wait();
+}
+
+void runner::handle_events() {
+    for (auto& ev : events_) {
+        switch (ev.type) {
+            case tool_call_event::kind::text: break;
+            case tool_call_event::kind::call_error:
+                ++turn_call_errors_;
+                turn_errors_.emplace_back(ev.index, ev.message);
+                break;
+            case tool_call_event::kind::call_complete: {
+                ++turn_calls_;
+                auto it = tool_by_name_.find(ev.name);
+                if (it == tool_by_name_.end()) {
+                    std::string known;
+                    for (const auto& t : tools_) known += (known.empty() ? "" : ", ") + std::string(t->name());
+                    turn_errors_.emplace_back(ev.index, "unknown tool '" + ev.name + "' (available: " + known + ")");
+                    break;
+                }
+                std::set<std::string>* g = req_.switches.grounding ? &grounded_ : nullptr;
+                grounded_values gv;
+                if (g) gv.all.assign(g->begin(), g->end());
+                auto valid = it->second.second.validate(ev.arguments_json, g ? &gv : nullptr);
+                if (!valid) {
+                    turn_errors_.emplace_back(ev.index, valid.err().message);
+                    break;
+                }
+                auto slot = make_call(turn_step_, ev.index, ev.name, ev.arguments_json, req_.switches.early_dispatch);
+                turn_slots_.push_back(slot);
+                if (req_.switches.early_dispatch && req_.switches.parallel_tools) start_call(slot);
+                break;
+            }
+        }
+    }
+    events_.clear();
+}
+
+void runner::on_token(int32_t token, run_turn& turn) {
+    if (turn.generated_tokens == 0) turn.first_token_ms = now_ms();
+    ++turn.generated_tokens;
+    all_tokens_.push_back(token);
+    if (std::find(env_.host->end_of_turn().begin(), env_.host->end_of_turn().end(), token) != env_.host->end_of_turn().end()) return;
+    std::string piece = detok_->push(token);
+    if (piece.empty()) return;
+    turn_text_ += piece;
+    if (env_.observer) env_.observer->on_text(piece);
+    parser_.feed(piece, events_);
+    handle_events();
+}
+
+asio::awaitable<request_stats> runner::generate(std::vector<int32_t> append, int max_tokens, run_turn& turn) {
+    struct shared {
+        explicit shared(const asio::any_io_executor& ex) : done(ex) {}
+        async_flag done;
+        request_stats stats;
+        std::atomic<bool> stop{false};
+    };
+    auto st = std::make_shared<shared>(ex_);
+    request r;
+    r.session = session_;
+    r.append = std::move(append);
+    r.max_tokens = max_tokens;
+    r.sampling = agent_->sampling;
+    r.stop_tokens = env_.host->end_of_turn();
+    auto ex = ex_;
+    r.on_token = [this, self = shared_from_this(), st, ex, &turn](int32_t t) {
+        asio::post(ex, [this, self, t, &turn] { on_token(t, turn); });
+        return !st->stop.load(std::memory_order_relaxed);
+    };
+    r.on_done = [st, ex](const request_stats& s) {
+        asio::post(ex, [st, s] {
+            st->stats = s;
+            st->done.set();
+        });
+    };
+    current_request_ = env_.host->eng().submit(std::move(r));
+    co_await st->done.wait();
+    current_request_ = 0;
+    co_return st->stats;
+}
+
+// The tokens that continue the session after a turn: the rendered
+// conversation with `new_messages` appended, minus what is already in the KV.
+result<std::vector<int32_t>> runner::next_turn_tokens(const std::string& turn_text, int32_t end_token,
+                                                      const std::vector<chat_message>& new_messages, bool& rewound) {
+    messages_.push_back({"assistant", turn_text});
+    for (const auto& m : new_messages) messages_.push_back(m);
+    auto full = render_chat(env_.host->format(), messages_, render_options_);
+    if (!full) return full.err();
+    const std::string end_text = end_token >= 0 ? env_.host->tok().token_text(end_token) : std::string();
+    const std::string expected = rendered_ + turn_text + end_text;
+    std::vector<int32_t> tokens;
+    rewound = false;
+    if (end_token >= 0 && full->compare(0, expected.size(), expected) == 0) {
+        // The generated turn is already in the KV as generated: append the rest.
+        tokens = env_.host->encode_scaffold(std::string_view(*full).substr(expected.size()));
+        n_prompt_tokens_ = static_cast<int>(all_tokens_.size());
+    } else {
+        // The turn ended without its end marker (budget) or renders differently:
+        // rewind to the turn's start and re-prefill it as the template writes it.
+        rewound = true;
+        env_.host->eng().truncate_session(session_, n_prompt_tokens_);
+        all_tokens_.resize(static_cast<size_t>(n_prompt_tokens_));
+        tokens = env_.host->encode_scaffold(std::string_view(*full).substr(rendered_.size()));
+    }
+    rendered_ = std::move(full).value();
+    all_tokens_.insert(all_tokens_.end(), tokens.begin(), tokens.end());
+    n_prompt_tokens_ = static_cast<int>(all_tokens_.size());
+    return tokens;
+}
+
+asio::awaitable<std::pair<bool, std::string>> runner::verify(const std::string& answer) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    if (parser.parse(simdjson::padded_string(answer)).get(doc)) co_return std::make_pair(false, std::string("final answer: not valid JSON"));
+    for (auto& [tool, check] : verify_tools_) {
+        std::string args = "{";
+        bool first = true;
+        for (const auto& [name, source] : check->arguments) {
+            std::string value = source;
+            if (source.rfind("$.", 0) == 0) {
+                simdjson::dom::element field;
+                if (doc.at_key(source.substr(2)).get(field)) {
+                    co_return std::make_pair(false, "final answer: missing field '" + source.substr(2) + "'");
+                }
+                value = simdjson::minify(field);
+            }
+            args += (first ? "" : ",") + json::quote(name) + ":" + value;
+            first = false;
+        }
+        args += "}";
+        auto slot = make_call(0, 0, check->tool, args, false);
+        slot->tool = tool;
+        slot->rec.call_id = "verify_" + std::to_string(out_.verify_attempts);
+        start_call(slot);
+        co_await slot->done.wait();
+        const bool ok = slot->rec.ok && slot->rec.result.rfind("verified", 0) == 0;
+        if (env_.observer) env_.observer->on_verify(out_.verify_attempts, ok, slot->rec.result);
+        if (journal_) {
+            journal::verify_event e;
+            e.attempt = out_.verify_attempts;
+            e.check = check->tool;
+            e.ok = ok;
+            e.message = slot->rec.result;
+            (void)journal_->verify(e);
+        }
+        if (!ok) co_return std::make_pair(false, check->tool + ": " + slot->rec.result);
+    }
+    co_return std::make_pair(true, std::string());
+}
+
+void runner::finish(run_outcome& out, std::string state, std::string error) {
+    out.state = std::move(state);
+    out.error = std::move(error);
+    for (const auto& t : out.turns) out.model_ms += t.end_ms - t.start_ms;
+    for (const auto& c : out.calls) out.tool_ms += c.end_ms - c.start_ms;
+    if (journal_) {
+        journal::final_event f;
+        f.answer_json = out.answer.empty() ? "null" : out.answer;
+        f.verified = out.verified;
+        f.steps = out.steps;
+        f.time_to_answer_ms = out.time_to_answer_ms;
+        f.model_ms = out.model_ms;
+        f.tool_ms = out.tool_ms;
+        f.overlap_saved_ms = out.overlap_saved_ms;
+        (void)journal_->final_answer(f);
+        journal::run_end_event e;
+        auto parsed = journal::parse_run_state(out.state);
+        e.state = parsed ? *parsed : journal::run_state::failed;
+        e.error = out.error;
+        (void)journal_->run_end(e);
+    }
+    if (session_ != 0) env_.host->eng().close_session(session_);
+}
+
+asio::awaitable<run_outcome> runner::run() {
+    run_outcome& out = out_;
+    if (auto st = setup(); !st) {
+        finish(out, "failed", st.err().message);
+        co_return out;
+    }
+    const agent_definition& a = *agent_;
+    if (!req_.journal_dir.empty()) {
+        auto w = journal::writer::create(req_.journal_dir, req_.run_id);
+        if (!w) {
+            finish(out, "failed", w.err().message);
+            co_return out;
+        }
+        journal_.emplace(std::move(w).value());
+        t0_ = journal_->start();
+        out.run_id = journal_->run_id();
+        out.journal_path = journal_->path().string();
+        journal::run_start_event e;
+        e.run_id = out.run_id;
+        e.agent = a.name;
+        e.agent_file = a.file;
+        e.model = a.model;
+        e.inputs = req_.inputs;
+        e.task = req_.task;
+        e.started_at = journal::iso_utc(std::chrono::system_clock::now());
+        (void)journal_->run_start(e);
+    } else {
+        out.run_id = req_.run_id.empty() ? journal::make_run_id() : req_.run_id;
+    }
+
+    deadline_.expires_after(std::chrono::milliseconds(a.budgets.deadline_ms));
+    deadline_.async_wait([this, self = shared_from_this()](boost::system::error_code ec) {
+        if (ec) return;
+        deadline_hit_ = true;
+        if (current_request_ != 0) env_.host->eng().cancel(current_request_);
+    });
+    struct deadline_guard {
+        asio::steady_timer& t;
+        ~deadline_guard() { t.cancel(); }
+    } guard{deadline_};
+
+    auto prompt = render_initial_prompt(a, *env_.host, req_.inputs, req_.task);
+    if (!prompt) {
+        finish(out, "failed", prompt.err().message);
+        co_return out;
+    }
+    rendered_ = *prompt;
+    render_options_.tools = tool_definitions(tools_);
+    collect_identifiers(req_.task, grounded_);
+    auto system = fill_placeholders(a.instructions, req_.inputs, a.file + ": instructions");
+    messages_.push_back({"system", *system});
+    messages_.push_back({"user", req_.task});
+    {
+        const tokenizer& tok = env_.host->tok();
+        if (tok.get_vocab().add_bos && tok.bos() != no_token) all_tokens_.push_back(tok.bos());
+        auto body = env_.host->encode_scaffold(rendered_);
+        all_tokens_.insert(all_tokens_.end(), body.begin(), body.end());
+    }
+    n_prompt_tokens_ = static_cast<int>(all_tokens_.size());
+    std::vector<int32_t> append = all_tokens_;
+    session_ = env_.host->eng().create_session();
+
+    for (int step = 1;; ++step) {
+        if (stopping()) {
+            finish(out, deadline_hit_ ? "budget_exhausted" : "cancelled", deadline_hit_ ? "deadline of " + std::to_string(a.budgets.deadline_ms) + " ms passed" : "cancelled");
+            co_return out;
+        }
+        if (step > a.budgets.max_steps) {
+            finish(out, "budget_exhausted", "max_steps (" + std::to_string(a.budgets.max_steps) + ") reached without a verified answer");
+            co_return out;
+        }
+        const int remaining = a.budgets.max_tokens - generated_total_;
+        if (remaining <= 0) {
+            finish(out, "budget_exhausted", "max_tokens (" + std::to_string(a.budgets.max_tokens) + ") spent without a verified answer");
+            co_return out;
+        }
+        if (!req_.switches.kv_retain) {
+            // Stateless baseline: forget the KV and prefill the whole conversation again.
+            env_.host->eng().truncate_session(session_, 0);
+            append.assign(all_tokens_.begin(), all_tokens_.begin() + n_prompt_tokens_);
+        }
+        run_turn turn;
+        turn.step = step;
+        turn.start_ms = now_ms();
+        turn.prefill_tokens = static_cast<int>(append.size());
+        turn.reused_tokens = n_prompt_tokens_ - static_cast<int>(append.size());
+        turn_step_ = step;
+        turn_text_.clear();
+        turn_calls_ = 0;
+        turn_call_errors_ = 0;
+        turn_slots_.clear();
+        turn_errors_.clear();
+        detok_.emplace(env_.host->tok());
+        if (env_.observer) env_.observer->on_turn_start(step);
+
+        auto stats = co_await generate(std::move(append), remaining, turn);
+        turn.end_ms = now_ms();
+        turn_decode_end_ms_ = turn.end_ms;
+        if (turn.generated_tokens == 0) turn.first_token_ms = turn.end_ms;
+        std::string tail = detok_->flush();
+        if (!tail.empty()) {
+            turn_text_ += tail;
+            parser_.feed(tail, events_);
+        }
+        parser_.finish(events_);
+        handle_events();
+        turn.text = turn_text_;
+        generated_total_ += stats.n_generated;
+        out.prefill_tokens += stats.n_prefilled;
+        out.reused_tokens += turn.reused_tokens;
+        out.generated_tokens += stats.n_generated;
+        out.steps = step;
+        out.turns.push_back(turn);
+        journal_turn(turn);
+        if (env_.observer) env_.observer->on_turn_end(turn);
+        if (stats.finish == finish_reason::error) {
+            finish(out, "failed", "engine: " + stats.error);
+            co_return out;
+        }
+        if (stopping()) continue;  // reported at the top of the loop
+        const int32_t end_token = stats.finish == finish_reason::stop && !all_tokens_.empty() &&
+                                          std::find(env_.host->end_of_turn().begin(), env_.host->end_of_turn().end(), all_tokens_.back()) !=
+                                              env_.host->end_of_turn().end()
+                                      ? all_tokens_.back()
+                                      : -1;
+
+        std::vector<chat_message> feedback;
+        if (turn_calls_ + turn_call_errors_ > 0) {
+            // Calls not yet started (early dispatch off, or sequential tools) start now.
+            for (const auto& slot : turn_slots_) {
+                if (slot->rec.start_ms == 0 && !slot->finished) {
+                    start_call(slot);
+                    if (!req_.switches.parallel_tools) co_await slot->done.wait();
+                }
+            }
+            const double wait_start = now_ms();
+            co_await await_calls(turn_slots_);
+            out.tool_wait_ms += now_ms() - wait_start;
+            for (const auto& slot : turn_slots_) {
+                if (slot->rec.start_ms < turn_decode_end_ms_)
+                    out.overlap_saved_ms += std::min(slot->rec.end_ms, turn_decode_end_ms_) - slot->rec.start_ms;
+            }
+            // Results in call order; errors (malformed calls, bad arguments) are results too.
+            std::map<int, std::string> by_index;
+            for (const auto& slot : turn_slots_) {
+                const int index = std::stoi(slot->rec.call_id.substr(slot->rec.call_id.rfind('_') + 1));
+                by_index[index] = slot->rec.result;
+                if (slot->rec.ok) collect_identifiers(slot->rec.result, grounded_);
+            }
+            for (const auto& [index, message] : turn_errors_) by_index[index] = "error: " + message;
+            for (const auto& [index, text] : by_index) feedback.push_back({"tool", text});
+        } else {
+            // A final answer: a JSON object, valid for the output schema, then the verify checks.
+            std::string answer = turn_text_;
+            while (!answer.empty() && std::isspace(static_cast<unsigned char>(answer.back()))) answer.pop_back();
+            while (!answer.empty() && std::isspace(static_cast<unsigned char>(answer.front()))) answer.erase(answer.begin());
+            auto minified = json::minify(answer, "final answer");
+            std::string problem;
+            if (!minified || answer.front() != '{') {
+                problem = "final answer: expected one JSON object";
+            } else if (output_schema_) {
+                auto valid = output_schema_->validate(answer);
+                if (!valid) problem = valid.err().message;
+            }
+            if (problem.empty()) {
+                out.answer = *minified;
+                auto [ok, message] = co_await verify(answer);
+                ++out.verify_attempts;
+                if (ok) {
+                    out.verified = true;
+                    out.time_to_answer_ms = now_ms();
+                    finish(out, "succeeded");
+                    co_return out;
+                }
+                problem = message;
+            }
+            if (out.verify_attempts > a.max_verify_retries || (problem.rfind("final answer", 0) == 0 && step >= a.budgets.max_steps)) {
+                out.time_to_answer_ms = now_ms();
+                finish(out, "failed", "the answer did not pass verification: " + problem);
+                co_return out;
+            }
+            feedback.push_back({"tool", problem});
+        }
+        bool rewound = false;
+        auto next = next_turn_tokens(turn_text_, end_token, feedback, rewound);
+        if (!next) {
+            finish(out, "failed", next.err().message);
+            co_return out;
+        }
+        append = std::move(next).value();
+        if (rewound) TACHYON_LOG(debug, "run " << out.run_id << ": turn " << step << " re-prefilled as the template renders it");
+    }
+}
+
+}  // namespace
+
+std::vector<std::string> tool_definitions(const std::vector<std::shared_ptr<tools::tool>>& tools) {
+    std::vector<std::string> out;
+    for (const auto& t : tools) {
+        std::string s = "{\"type\": \"function\", \"function\": {\"name\": ";
+        s += json::quote(t->name());
+        s += ", \"description\": ";
+        s += json::quote(t->description());
+        s += ", \"parameters\": ";
+        s += t->parameters_schema();
+        s += "}}";
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+result<std::string> render_initial_prompt(const agent_definition& agent, const model_host& host,
+                                          const std::map<std::string, std::string>& inputs, const std::string& task) {
+    std::vector<tool_request> requests;
+    for (const auto& t : agent.tools) {
+        tool_request r{t.name, {}};
+        for (const auto& [k, v] : t.settings) {
+            auto filled = fill_placeholders(v, inputs, agent.file + ": tools." + t.name + ".settings." + k);
+            if (!filled) return filled.err();
+            r.settings[k] = *filled;
+        }
+        requests.push_back(std::move(r));
+    }
+    auto tools = make_builtin_tools(requests);
+    if (!tools) return tools.err();
+    auto system = fill_placeholders(agent.instructions, inputs, agent.file + ": instructions");
+    if (!system) return system.err();
+    std::vector<chat_message> messages{{"system", *system}, {"user", task}};
+    chat_render_options o;
+    o.add_generation_prompt = true;
+    o.tools = tool_definitions(*tools);
+    return render_chat(host.format(), messages, o);
+}
+
+asio::awaitable<run_outcome> run_agent(run_environment env, run_request request) {
+    auto ex = co_await asio::this_coro::executor;
+    auto r = std::make_shared<runner>(std::move(env), std::move(request), ex);
+    try {
+        co_return co_await r->run();
+    } catch (const std::exception& e) {
+        run_outcome out;
+        out.state = "failed";
+        out.error = std::string("internal error: ") + e.what();
+        TACHYON_LOG(error, __func__ << ": " << out.error);
+        co_return out;
+    }
+}
+
+}  // namespace tachyon

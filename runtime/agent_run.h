@@ -1,0 +1,113 @@
+// One agent run: reason → call tools → observe → verify, on a model host,
+// as DESIGN.md's agent loop describes. A run is a C++20 coroutine on its own
+// strand; tokens arrive from the engine thread by asio::post, each tool call
+// runs on the tool pool with a timeout, and every event goes to the run's
+// journal as it happens.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include "runtime/agent_def.h"
+#include "runtime/model_host.h"
+
+namespace tachyon {
+
+// The overlap mechanisms this runtime owns (DESIGN.md); all on by default.
+// Constraints and grounding decide what the model may emit, not how fast.
+struct run_switches {
+    bool early_dispatch = true;  // start a tool the moment its call is complete in the stream
+    bool parallel_tools = true;  // the calls of one turn run concurrently
+    bool kv_retain = true;       // the session's KV stays between turns (else: re-prefill everything)
+    bool constrain = true;       // tool calls and the final answer follow their schemas
+    bool grounding = true;       // identifier arguments come from values seen in the run
+};
+
+struct run_request {
+    std::shared_ptr<const agent_definition> agent;
+    std::string task;
+    std::map<std::string, std::string> inputs;  // {placeholders} of the agent
+    run_switches switches;
+    std::string journal_dir = "runs";           // empty: no journal
+    std::string run_id;                         // empty: made up
+};
+
+struct run_turn {
+    int step = 0;
+    int prefill_tokens = 0;
+    int reused_tokens = 0;
+    int generated_tokens = 0;
+    double start_ms = 0, first_token_ms = 0, end_ms = 0;
+    std::string text;
+};
+
+struct run_tool_call {
+    int step = 0;
+    std::string call_id;
+    std::string name;
+    std::string arguments;
+    double start_ms = 0, end_ms = 0;
+    bool ok = false;
+    bool early = false;
+    std::string result;  // what the model reads (the error text when !ok)
+};
+
+struct run_outcome {
+    std::string run_id;
+    std::string state = "failed";  // succeeded, failed, cancelled, budget_exhausted
+    std::string error;
+    bool verified = false;
+    std::string answer;            // the final answer JSON (minified), empty if none
+    int steps = 0;
+    int verify_attempts = 0;
+    double time_to_answer_ms = 0;
+    double model_ms = 0;           // prefill + decode time of all turns
+    double tool_ms = 0;            // summed tool call durations
+    double tool_wait_ms = 0;       // time the loop waited for tools after a turn ended
+    double overlap_saved_ms = 0;   // tool time hidden under decoding
+    int prefill_tokens = 0, reused_tokens = 0, generated_tokens = 0;
+    std::vector<run_turn> turns;
+    std::vector<run_tool_call> calls;
+    std::string journal_path;
+};
+
+// Live progress for a terminal or an event stream; called on the run's strand.
+struct run_observer {
+    virtual ~run_observer() = default;
+    virtual void on_turn_start(int /*step*/) {}
+    virtual void on_text(std::string_view /*text*/) {}
+    virtual void on_turn_end(const run_turn&) {}
+    virtual void on_tool_start(const run_tool_call&) {}
+    virtual void on_tool_end(const run_tool_call&) {}
+    virtual void on_verify(int /*attempt*/, bool /*ok*/, const std::string& /*message*/) {}
+};
+
+struct run_environment {
+    std::shared_ptr<model_host> host;
+    boost::asio::thread_pool* tool_pool = nullptr;  // where tool calls run
+    run_observer* observer = nullptr;
+    std::shared_ptr<std::atomic<bool>> cancel;      // set to stop the run (Ctrl-C)
+};
+
+// Runs the agent to a verified answer or a spent budget. Never throws; an
+// error becomes outcome.state "failed" with outcome.error.
+boost::asio::awaitable<run_outcome> run_agent(run_environment env, run_request request);
+
+// The system prompt and user turn the agent starts from (rendered, before
+// tokenization); exposed so tests can check it against the training data.
+result<std::string> render_initial_prompt(const agent_definition& agent, const model_host& host,
+                                          const std::map<std::string, std::string>& inputs, const std::string& task);
+
+// The tool list as the model reads it: one {"type": "function", ...} JSON
+// object per tool, in the agent's order.
+std::vector<std::string> tool_definitions(const std::vector<std::shared_ptr<tools::tool>>& tools);
+
+}  // namespace tachyon

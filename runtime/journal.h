@@ -1,0 +1,175 @@
+// The run journal: every agent run appends one JSON object per event to
+// <dir>/<run-id>.jsonl. Each line is written with a single write() on an
+// O_APPEND descriptor, so a crash or `kill -9` loses at most the event being
+// written; the reader keeps every complete line and reports a cut-off last
+// line as a warning. Enough is recorded to draw the run's timeline (and, with
+// the texts and results, to replay it).
+//
+// Times: "t_ms" of every event and the *_ms fields of turns and calls are
+// milliseconds since the run started, on the writer's steady clock
+// (writer::elapsed_ms()).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "inference/base/result.h"
+
+namespace tachyon::journal {
+
+enum class run_state { succeeded, failed, cancelled, budget_exhausted };
+std::string_view to_string(run_state s);
+result<run_state> parse_run_state(std::string_view text);
+
+struct run_start_event {
+    std::string run_id;
+    std::string agent;       // the agent's name
+    std::string agent_file;  // path of its definition
+    std::string model;
+    std::map<std::string, std::string> inputs;  // the run's --input K=V
+    std::string task;        // the rendered user task
+    std::string started_at;  // ISO 8601 UTC, "2026-11-30T01:22:33.123Z"
+};
+
+struct model_turn_event {
+    int64_t step = 0;
+    int64_t prefill_tokens = 0;    // tokens this turn had to prefill
+    int64_t reused_tokens = 0;     // tokens whose KV was already resident
+    int64_t generated_tokens = 0;
+    double prefill_start_ms = 0;
+    double prefill_end_ms = 0;     // = the first generated token
+    double decode_end_ms = 0;
+    std::string text;              // the turn's text as generated
+};
+
+struct tool_call_event {
+    int64_t step = 0;
+    std::string call_id;
+    std::string name;
+    std::string arguments_json = "{}";  // a JSON object (written raw; a non-JSON text is written as a string)
+    double start_ms = 0;
+    double end_ms = 0;
+    bool ok = false;
+    std::string result;  // the text the model read, capped by the writer
+    std::string error;   // empty when ok
+    bool early = false;        // dispatched before its turn ended
+    bool speculative = false;  // started ahead of the real call
+};
+
+struct verify_event {
+    int64_t attempt = 0;
+    std::string check;
+    bool ok = false;
+    std::string message;
+};
+
+struct final_event {
+    std::string answer_json = "null";  // the answer (JSON value)
+    bool verified = false;
+    int64_t steps = 0;
+    double time_to_answer_ms = 0;
+    double model_ms = 0;
+    double tool_ms = 0;
+    double overlap_saved_ms = 0;  // tool time hidden under decoding
+};
+
+struct run_end_event {
+    run_state state = run_state::failed;
+    std::string error;
+};
+
+using event_body = std::variant<run_start_event, model_turn_event, tool_call_event, verify_event, final_event, run_end_event>;
+
+struct event {
+    int64_t seq = 0;
+    double t_ms = 0;
+    event_body body;
+};
+
+// "run_start", "model_turn", ... (the "type" field).
+std::string_view type_name(const event_body& body);
+
+// One JSON line (with its '\n') for `e`. Exposed for tests and for streaming
+// the same text over SSE.
+std::string to_json_line(const event& e, size_t max_result_bytes);
+
+// "20261130T012233Z-7f3a2b": UTC second, then 24 random bits. Ids sort by
+// start time (to the second); the writer makes them unique on disk.
+std::string make_run_id();
+// "2026-11-30T01:22:33.123Z" for `t`.
+std::string iso_utc(std::chrono::system_clock::time_point t);
+
+struct writer_options {
+    size_t max_result_bytes = 16 * 1024;  // tool results beyond this are cut (marked)
+    bool fsync_each_event = false;  // survive power loss, not only a crash (costs a disk flush per event)
+};
+
+// Appends the events of one run. Thread-safe: tool completions may be
+// recorded from worker threads while the loop records turns. Move-only.
+class writer {
+public:
+    // Creates `dir` if needed and <dir>/<run_id>.jsonl (which must not exist).
+    // An empty `run_id` makes one with make_run_id(). The run's clock starts now.
+    static result<writer> create(const std::filesystem::path& dir, std::string run_id = {},
+                                 writer_options options = {});
+    writer(writer&& other) noexcept;
+    writer& operator=(writer&& other) noexcept;
+    writer(const writer&) = delete;
+    writer& operator=(const writer&) = delete;
+    ~writer();
+
+    const std::string& run_id() const { return run_id_; }
+    const std::filesystem::path& path() const { return path_; }
+    std::chrono::steady_clock::time_point start() const { return start_; }
+    double elapsed_ms() const;  // since start()
+    int64_t n_events() const { return next_seq_; }
+
+    // Each appends one line stamped with the next seq and elapsed_ms().
+    status run_start(const run_start_event& e);
+    status model_turn(const model_turn_event& e);
+    status tool_call(const tool_call_event& e);
+    status verify(const verify_event& e);
+    status final_answer(const final_event& e);
+    status run_end(const run_end_event& e);
+    status append(const event_body& body);
+
+private:
+    writer() = default;
+    int fd_ = -1;
+    std::string run_id_;
+    std::filesystem::path path_;
+    std::chrono::steady_clock::time_point start_;
+    writer_options options_;
+    int64_t next_seq_ = 0;
+    std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();  // boxed: the writer moves
+};
+
+// A journal read back.
+struct run_log {
+    std::filesystem::path path;
+    std::vector<event> events;
+    std::vector<std::string> warnings;  // "runs/x.jsonl:7: last line is cut off (...); ignored"
+
+    const run_start_event* start() const;
+    const final_event* final_answer() const;
+    const run_end_event* end() const;
+    std::string run_id() const;  // from run_start, else the file name
+};
+
+// Parses a journal. A last line that does not parse (a write cut off by a
+// crash) is dropped with a warning; any other bad line is an error naming
+// the file, the line number and what was wrong. Unknown event types are
+// skipped with a warning (newer writers may add some).
+result<run_log> read_journal(const std::filesystem::path& path);
+
+// Journals in `dir` (*.jsonl), sorted by run id.
+result<std::vector<std::filesystem::path>> list_journals(const std::filesystem::path& dir);
+
+}  // namespace tachyon::journal

@@ -1,0 +1,345 @@
+#include "runtime/json_schema.h"
+
+#include <cmath>
+#include <simdjson.h>
+
+namespace tachyon {
+
+namespace dom = simdjson::dom;
+
+namespace {
+
+constexpr int k_max_schema_depth = 32;
+constexpr size_t k_max_errors = 8;
+
+std::string format_number(double v) {
+    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<int64_t>(v));
+    std::string s = std::to_string(v);
+    while (!s.empty() && s.back() == '0') s.pop_back();
+    if (!s.empty() && s.back() == '.') s.pop_back();
+    return s;
+}
+
+std::string excerpt(const std::string& json) {
+    if (json.size() <= 60) return json;
+    return json.substr(0, 57) + "...";
+}
+
+const char* kind_name(dom::element el) {
+    switch (el.type()) {
+        case dom::element_type::ARRAY: return "an array";
+        case dom::element_type::OBJECT: return "an object";
+        case dom::element_type::INT64:
+        case dom::element_type::UINT64: return "an integer";
+        case dom::element_type::DOUBLE: return "a number";
+        case dom::element_type::STRING: return "a string";
+        case dom::element_type::BOOL: return "a boolean";
+        case dom::element_type::NULL_VALUE: return "null";
+    }
+    return "a value";
+}
+
+std::string types_phrase(uint8_t t) {
+    if (t == json_types::any) return "any value";
+    std::vector<std::string> words;
+    if (t & json_types::object) words.emplace_back("an object");
+    if (t & json_types::array) words.emplace_back("an array");
+    if (t & json_types::string) words.emplace_back("a string");
+    if (t & json_types::number) words.emplace_back("a number");
+    else if (t & json_types::integer) words.emplace_back("an integer");
+    if (t & json_types::boolean) words.emplace_back("a boolean");
+    if (t & json_types::null) words.emplace_back("null");
+    std::string s;
+    for (size_t i = 0; i < words.size(); ++i) s += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
+    return s;
+}
+
+size_t utf8_length(std::string_view s) {
+    size_t n = 0;
+    for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    return n;
+}
+
+}  // namespace
+
+// Turns a schema document into nodes; errors name the keyword's path.
+class schema_compiler {
+public:
+    explicit schema_compiler(json_schema& out) : out_(out) {}
+
+    result<int> compile(dom::element el, const std::string& path, int depth) {
+        auto bad = [&](std::string_view key, const std::string& what) {
+            return make_error(errc::invalid_argument, "schema of " + out_.label_ + ": '" + path +
+                                                          (path.empty() ? "" : ".") + std::string(key) + "' " + what);
+        };
+        if (depth > k_max_schema_depth)
+            return make_error(errc::invalid_argument, "schema of " + out_.label_ + ": nested deeper than " +
+                                                          std::to_string(k_max_schema_depth) + " at '" + path + "'");
+        dom::object obj;
+        if (el.get_object().get(obj) != simdjson::SUCCESS)
+            return make_error(errc::invalid_argument,
+                              "schema of " + out_.label_ + ": '" + (path.empty() ? "(root)" : path) + "' must be a schema object");
+        const int index = static_cast<int>(out_.nodes_.size());
+        out_.nodes_.emplace_back();
+        auto node = [&]() -> schema_node& { return out_.nodes_[static_cast<size_t>(index)]; };
+        for (auto field : obj) {
+            const std::string_view key = field.key;
+            const dom::element v = field.value;
+            if (key == "type") {
+                uint8_t bits = 0;
+                auto add = [&](std::string_view name) -> bool {
+                    if (name == "object") bits |= json_types::object;
+                    else if (name == "array") bits |= json_types::array;
+                    else if (name == "string") bits |= json_types::string;
+                    else if (name == "integer") bits |= json_types::integer;
+                    else if (name == "number") bits |= json_types::number | json_types::integer;
+                    else if (name == "boolean") bits |= json_types::boolean;
+                    else if (name == "null") bits |= json_types::null;
+                    else return false;
+                    return true;
+                };
+                if (v.is_string()) {
+                    if (!add(std::string_view(v.get_string().value())))
+                        return bad(key, "names an unknown type '" + std::string(v.get_string().value()) + "'");
+                } else if (v.is_array()) {
+                    const dom::array types = v.get_array().value();
+                    for (dom::element t : types) {
+                        if (!t.is_string() || !add(std::string_view(t.get_string().value())))
+                            return bad(key, "must list type names (object, array, string, integer, number, boolean, null)");
+                    }
+                } else {
+                    return bad(key, "must be a type name or an array of them");
+                }
+                node().types = bits;
+            } else if (key == "properties") {
+                dom::object props;
+                if (v.get_object().get(props) != simdjson::SUCCESS) return bad(key, "must be an object of schemas");
+                for (auto p : props) {
+                    auto child = compile(p.value, path + (path.empty() ? "" : ".") + "properties." + std::string(p.key), depth + 1);
+                    if (!child.ok()) return child.err();
+                    node().properties.emplace_back(std::string(p.key), *child);
+                }
+            } else if (key == "required") {
+                if (!v.is_array()) return bad(key, "must be an array of property names");
+                const dom::array names = v.get_array().value();
+                for (dom::element r : names) {
+                    if (!r.is_string()) return bad(key, "must be an array of property names");
+                    node().required.emplace_back(r.get_string().value());
+                }
+            } else if (key == "additionalProperties") {
+                if (v.is_bool()) node().additional_properties = v.get_bool().value();
+                else if (!v.is_object()) return bad(key, "must be a boolean or a schema");
+            } else if (key == "enum") {
+                if (!v.is_array()) return bad(key, "must be an array of values");
+                node().has_enum = true;
+                const dom::array values = v.get_array().value();
+                for (dom::element e : values) node().enum_json.push_back(simdjson::minify(e));
+            } else if (key == "const") {
+                node().has_enum = node().is_const = true;
+                node().enum_json.assign(1, simdjson::minify(v));
+            } else if (key == "minimum" || key == "maximum" || key == "exclusiveMinimum" || key == "exclusiveMaximum") {
+                const bool is_min = key == "minimum" || key == "exclusiveMinimum";
+                const bool exclusive = key.starts_with("exclusive");
+                if (exclusive && v.is_bool()) {  // draft 4: a flag on minimum/maximum
+                    (is_min ? node().exclusive_minimum : node().exclusive_maximum) = v.get_bool().value();
+                    continue;
+                }
+                if (!v.is_number()) return bad(key, "must be a number");
+                const double d = v.get_double().value();
+                (is_min ? node().minimum : node().maximum) = d;
+                if (exclusive) (is_min ? node().exclusive_minimum : node().exclusive_maximum) = true;
+            } else if (key == "minLength" || key == "maxLength" || key == "minItems" || key == "maxItems") {
+                uint64_t n = 0;
+                if (v.is_int64() && v.get_int64().value() >= 0) n = static_cast<uint64_t>(v.get_int64().value());
+                else if (v.is_uint64()) n = v.get_uint64().value();
+                else return bad(key, "must be a non-negative integer");
+                if (key == "minLength") node().min_length = n;
+                else if (key == "maxLength") node().max_length = n;
+                else if (key == "minItems") node().min_items = n;
+                else node().max_items = n;
+            } else if (key == "pattern") {
+                if (!v.is_string()) return bad(key, "must be a string");
+                auto p = schema_pattern::compile(std::string_view(v.get_string().value()));
+                if (!p.ok()) return bad(key, p.err().message);
+                node().pattern = std::make_shared<const schema_pattern>(std::move(*p));
+            } else if (key == "items") {
+                if (!v.is_object()) return bad(key, "must be a schema object (tuple items are not supported)");
+                auto child = compile(v, path + (path.empty() ? "" : ".") + "items", depth + 1);
+                if (!child.ok()) return child.err();
+                node().items = *child;
+            } else if (key == "x-grounded") {
+                if (!v.is_bool()) return bad(key, "must be a boolean");
+                node().grounded = v.get_bool().value();
+            }
+            // Any other keyword (description, title, default, format, ...) is ignored.
+        }
+        return index;
+    }
+
+private:
+    json_schema& out_;
+};
+
+// Checks an instance against the nodes, collecting messages.
+class schema_checker {
+public:
+    schema_checker(const json_schema& s, const grounded_values* g) : s_(s), g_(g) {}
+
+    void check(dom::element el, int index, const std::string& path, const std::string& gpath) {
+        if (errors_.size() >= k_max_errors) return;
+        const schema_node& n = s_.node(index);
+        const auto type = el.type();
+        bool integral = type == dom::element_type::INT64 || type == dom::element_type::UINT64;
+        if (type == dom::element_type::DOUBLE) {
+            const double d = el.get_double().value();
+            integral = std::isfinite(d) && d == std::floor(d);
+        }
+        uint8_t kind = 0;
+        switch (type) {
+            case dom::element_type::ARRAY: kind = json_types::array; break;
+            case dom::element_type::OBJECT: kind = json_types::object; break;
+            case dom::element_type::INT64:
+            case dom::element_type::UINT64:
+            case dom::element_type::DOUBLE: kind = integral ? json_types::integer : json_types::number; break;
+            case dom::element_type::STRING: kind = json_types::string; break;
+            case dom::element_type::BOOL: kind = json_types::boolean; break;
+            case dom::element_type::NULL_VALUE: kind = json_types::null; break;
+        }
+        if ((n.types & kind) == 0) {
+            return fail(path, "must be " + types_phrase(n.types) + "; got " + kind_name(el) + " " + excerpt(simdjson::minify(el)));
+        }
+        if (n.has_enum) {
+            const std::string v = simdjson::minify(el);
+            bool found = false;
+            for (const auto& e : n.enum_json) found = found || e == v;
+            if (!found) {
+                std::string list;
+                for (size_t i = 0; i < n.enum_json.size(); ++i) list += (i ? ", " : "") + n.enum_json[i];
+                return fail(path, (n.is_const ? "must be " : "must be one of ") + list + "; got " + excerpt(v));
+            }
+        }
+        if (kind == json_types::integer || kind == json_types::number) {
+            const double d = el.get_double().value();
+            const bool low = n.minimum && (n.exclusive_minimum ? d <= *n.minimum : d < *n.minimum);
+            const bool high = n.maximum && (n.exclusive_maximum ? d >= *n.maximum : d > *n.maximum);
+            if (low || high) {
+                std::string what = (n.types & json_types::number) ? "a number" : "an integer";
+                if (n.minimum) what += std::string(n.exclusive_minimum ? " > " : " >= ") + format_number(*n.minimum);
+                if (n.minimum && n.maximum) what += " and";
+                if (n.maximum) what += std::string(n.exclusive_maximum ? " < " : " <= ") + format_number(*n.maximum);
+                return fail(path, "must be " + what + "; got " + simdjson::minify(el));
+            }
+        } else if (kind == json_types::string) {
+            const std::string_view s = el.get_string().value();
+            const size_t len = utf8_length(s);
+            if ((n.min_length && len < *n.min_length) || (n.max_length && len > *n.max_length)) {
+                std::string what = "a string of";
+                if (n.min_length) what += " at least " + std::to_string(*n.min_length);
+                if (n.min_length && n.max_length) what += " and";
+                if (n.max_length) what += " at most " + std::to_string(*n.max_length);
+                return fail(path, "must be " + what + " characters; got " + std::to_string(len));
+            }
+            if (n.pattern && !n.pattern->search(s))
+                return fail(path, "must match the pattern " + n.pattern->source() + "; got " + excerpt(simdjson::minify(el)));
+            if (n.grounded && g_ != nullptr) {
+                const auto& allowed = g_->for_path(gpath);
+                bool found = false;
+                for (const auto& a : allowed) found = found || a == s;
+                if (!found)
+                    return fail(path, "must be a value seen in the task or in a tool result; got " + excerpt(simdjson::minify(el)) +
+                                          " which was not seen");
+            }
+        } else if (kind == json_types::array) {
+            const dom::array arr = el.get_array().value();
+            const size_t count = arr.size();
+            if ((n.min_items && count < *n.min_items) || (n.max_items && count > *n.max_items)) {
+                std::string what = "an array of";
+                if (n.min_items) what += " at least " + std::to_string(*n.min_items);
+                if (n.min_items && n.max_items) what += " and";
+                if (n.max_items) what += " at most " + std::to_string(*n.max_items);
+                return fail(path, "must be " + what + " items; got " + std::to_string(count));
+            }
+            if (n.items >= 0) {
+                size_t i = 0;
+                for (dom::element item : arr) {
+                    check(item, n.items, path + "[" + std::to_string(i) + "]", gpath + "[]");
+                    ++i;
+                }
+            }
+        } else if (kind == json_types::object) {
+            const dom::object obj = el.get_object().value();
+            for (const auto& r : n.required) {
+                if (obj.at_key(r).error() != simdjson::SUCCESS) {
+                    if (path.empty()) fail_text("missing required " + s_.noun_ + " '" + r + "'");
+                    else fail(path, "is missing required '" + r + "'");
+                }
+            }
+            for (auto field : obj) {
+                const std::string key(field.key);
+                const std::string child_path = path.empty() ? key : path + "." + key;
+                const std::string child_gpath = gpath.empty() ? key : gpath + "." + key;
+                const int child = n.property(key);
+                if (child >= 0) {
+                    check(field.value, child, child_path, child_gpath);
+                } else if (!n.additional_properties) {
+                    std::string list;
+                    for (size_t i = 0; i < n.properties.size(); ++i) list += (i ? ", " : "") + n.properties[i].first;
+                    fail_text("unknown " + s_.noun_ + " '" + child_path + "'; expected " +
+                              (list.empty() ? std::string("none") : "one of: " + list));
+                }
+            }
+        }
+    }
+
+    void fail(const std::string& path, const std::string& what) {
+        if (path.empty()) fail_text((s_.noun_ == "argument" ? "arguments " : "the value ") + what);
+        else fail_text(s_.noun_ + " '" + path + "' " + what);
+    }
+    void fail_text(std::string msg) {
+        if (errors_.size() < k_max_errors) errors_.push_back(std::move(msg));
+    }
+
+    std::vector<std::string> errors_;
+
+private:
+    const json_schema& s_;
+    const grounded_values* g_;
+};
+
+result<json_schema> json_schema::parse(std::string_view schema_json, std::string label, std::string noun) {
+    json_schema s;
+    s.label_ = std::move(label);
+    s.noun_ = std::move(noun);
+    dom::parser parser;
+    dom::element root;
+    if (auto err = parser.parse(schema_json.data(), schema_json.size(), true).get(root); err != simdjson::SUCCESS)
+        return make_error(errc::parse_error, "schema of " + s.label_ + ": not valid JSON (" + simdjson::error_message(err) + ")");
+    schema_compiler c(s);
+    auto r = c.compile(root, "", 0);
+    if (!r.ok()) return r.err();
+    return s;
+}
+
+json_schema json_schema::any_object(std::string label, std::string noun) {
+    json_schema s;
+    s.label_ = std::move(label);
+    s.noun_ = std::move(noun);
+    s.nodes_.emplace_back();
+    s.nodes_[0].types = json_types::object;
+    return s;
+}
+
+status json_schema::validate(std::string_view instance_json, const grounded_values* grounding) const {
+    dom::parser parser;
+    dom::element root;
+    if (auto err = parser.parse(instance_json.data(), instance_json.size(), true).get(root); err != simdjson::SUCCESS)
+        return make_error(errc::invalid_argument, label_ + ": not valid JSON (" + simdjson::error_message(err) + ")");
+    schema_checker c(*this, grounding);
+    c.check(root, 0, "", "");
+    if (c.errors_.empty()) return {};
+    std::string msg = label_ + ": ";
+    for (size_t i = 0; i < c.errors_.size(); ++i) msg += (i ? "; " : "") + c.errors_[i];
+    return make_error(errc::invalid_argument, std::move(msg));
+}
+
+}  // namespace tachyon

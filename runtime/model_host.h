@@ -1,0 +1,46 @@
+// A model ready for agent runs: the engine (its own thread), the tokenizer,
+// the chat format, and the special tokens the prompt format uses. Several
+// runs share one host; a host per model file.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "inference/base/result.h"
+#include "inference/chat_template.h"
+#include "inference/engine.h"
+#include "inference/tokenizer.h"
+
+namespace tachyon {
+
+class model_host {
+public:
+    // `format_name` empty: detect from tokenizer.chat_template.
+    static result<std::shared_ptr<model_host>> open(const std::string& path, const engine_options& options,
+                                                    std::string_view format_name = {});
+
+    engine& eng() { return *engine_; }
+    const tokenizer& tok() const { return *tokenizer_; }
+    chat_format format() const { return format_; }
+    const std::string& path() const { return path_; }
+    // Tokens that end an assistant turn (<|im_end|>, <|eot_id|>, EOS ...).
+    const std::vector<int32_t>& end_of_turn() const { return end_of_turn_; }
+
+    // Prompt scaffolding written by the runtime: control tokens are parsed.
+    std::vector<int32_t> encode_scaffold(std::string_view text) const;
+    // Untrusted text (tool results, the task): control-token text stays text.
+    std::vector<int32_t> encode_plain(std::string_view text) const;
+
+private:
+    model_host() = default;
+    std::string path_;
+    std::unique_ptr<engine> engine_;
+    std::optional<tokenizer> tokenizer_;
+    chat_format format_ = chat_format::chatml;
+    std::vector<int32_t> end_of_turn_;
+};
+
+}  // namespace tachyon

@@ -1,0 +1,27 @@
+// The built-in tools an agent file may name, and how each is made from its
+// settings (after {placeholder} substitution).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "inference/base/result.h"
+#include "tools/tool.h"
+
+namespace tachyon {
+
+// Names agent files may use, in a stable order.
+const std::vector<std::string>& builtin_tool_names();
+
+struct tool_request {
+    std::string name;
+    std::map<std::string, std::string> settings;  // e.g. {"root": "/incidents/42"} for the log tools
+};
+
+// Makes the requested tools, in order. Log tools over the same root share
+// one loaded store. Errors name the tool and the missing or bad setting.
+result<std::vector<std::shared_ptr<tools::tool>>> make_builtin_tools(const std::vector<tool_request>& requests);
+
+}  // namespace tachyon

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# tachyon's two set-up commands (see README.md, "Quick start"):
+#   ./tachyon.sh demo   install what is missing, build (release), run the incident-analysis demo
+#   ./tachyon.sh test   install what is missing, build (release), run the whole test suite
+# Both are safe to re-run: packages already present are not reinstalled and
+# the build is incremental.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cd "$root"
+
+build_packages=(g++ cmake make libboost1.81-dev libboost-system1.81-dev libsimdjson-dev libtbb-dev doctest-dev)
+
+log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
+
+is_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+ensure_packages() {
+    local missing=()
+    for p in "$@"; do is_installed "$p" || missing+=("$p"); done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    local sudo=()
+    [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+    # Boost 1.74's dev packages conflict with 1.81's; the project needs 1.81.
+    if is_installed libboost1.74-dev; then
+        log "removing libboost1.74-dev (conflicts with libboost1.81-dev)"
+        "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get remove -y libboost1.74-dev >&2
+    fi
+    log "installing: ${missing[*]}"
+    "${sudo[@]}" apt-get update >&2
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2
+}
+
+build() {
+    ensure_packages "${build_packages[@]}"
+    log "configuring and building (release preset)"
+    cmake --preset release >/dev/null
+    cmake --build --preset release -j"$(nproc)"
+}
+
+# The main job. Until the agent runtime lands, the demo shows the CLI.
+demo() {
+    local bin="$root/build/release/runtime/tachyon"
+    "$bin" --help
+}
+
+case "${1:-}" in
+    demo)
+        build
+        demo
+        ;;
+    test)
+        build
+        log "running the test suite"
+        ctest --preset release
+        ;;
+    *)
+        echo "usage: $0 demo|test" >&2
+        echo "  demo  build and run the incident-analysis demo on the shipped model" >&2
+        echo "  test  build and run the whole test suite" >&2
+        exit 2
+        ;;
+esac

@@ -1,0 +1,248 @@
+#include "inference/engine.h"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+
+using namespace tachyon;
+
+namespace {
+
+const std::string models_dir = std::string(TACHYON_CONFORMANCE_DIR) + "/models";
+const std::string stories = models_dir + "/stories260K.gguf";
+
+bool have_stories() {
+    if (std::filesystem::exists(stories)) return true;
+    MESSAGE("skipped: " << stories << " is absent");
+    return false;
+}
+
+std::vector<int32_t> ids_after(const std::string& key) {
+    std::ifstream in(models_dir + "/stories260K_greedy_reference.txt");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind(key, 0) != 0) continue;
+        std::istringstream is(line.substr(line.find(':') + 1));
+        std::vector<int32_t> ids;
+        int32_t id;
+        while (is >> id) ids.push_back(id);
+        return ids;
+    }
+    return {};
+}
+
+std::unique_ptr<engine> open_engine(int n_threads = 1, int n_ctx = 2048) {
+    engine_options o;
+    o.n_threads = n_threads;
+    o.n_ctx = n_ctx;
+    auto e = engine::open(stories, o);
+    REQUIRE_MESSAGE(e.ok(), (e.ok() ? "" : e.err().message));
+    return std::move(e).value();
+}
+
+struct generation {
+    std::vector<int32_t> tokens;
+    request_stats stats;
+};
+
+generation generate(engine& e, session_id s, std::vector<int32_t> append, int n) {
+    generation g;
+    request r;
+    r.session = s;
+    r.append = std::move(append);
+    r.max_tokens = n;
+    r.on_token = [&g](int32_t t) {
+        g.tokens.push_back(t);
+        return true;
+    };
+    g.stats = e.run(std::move(r));
+    return g;
+}
+
+}  // namespace
+
+TEST_CASE("greedy generation through the engine reproduces the reference continuation") {
+    if (!have_stories()) return;
+    auto e = open_engine();
+    auto prompt = ids_after("prompt_ids");
+    auto expected = ids_after("generated_ids");
+    session_id s = e->create_session();
+    auto g = generate(*e, s, prompt, 64);
+    CHECK(g.tokens == expected);
+    CHECK(g.stats.finish == finish_reason::length);
+    CHECK(g.stats.n_prefilled == 5);
+    CHECK(g.stats.n_generated == 64);
+    CHECK(e->session_length(s) == 5 + 64);
+}
+
+TEST_CASE("a session keeps its KV: the next request prefills only what it appends") {
+    if (!have_stories()) return;
+    auto e = open_engine();
+    auto prompt = ids_after("prompt_ids");
+    auto expected = ids_after("generated_ids");
+    session_id s = e->create_session();
+    auto first = generate(*e, s, prompt, 10);
+    REQUIRE(first.tokens.size() == 10);
+    // Continue the same session: the last generated token is fed now (1), nothing else re-runs.
+    auto second = generate(*e, s, {}, 10);
+    CHECK(second.stats.n_prefilled == 1);
+    std::vector<int32_t> both = first.tokens;
+    both.insert(both.end(), second.tokens.begin(), second.tokens.end());
+    CHECK(both == std::vector<int32_t>(expected.begin(), expected.begin() + 20));
+
+    // Appending tokens prefills exactly those (plus the pending last token).
+    auto third = generate(*e, s, {expected[20], expected[21]}, 1);
+    CHECK(third.stats.n_prefilled == 3);
+}
+
+TEST_CASE("truncating a session rewinds it; regenerating gives the same tokens") {
+    if (!have_stories()) return;
+    auto e = open_engine();
+    auto prompt = ids_after("prompt_ids");
+    session_id s = e->create_session();
+    auto a = generate(*e, s, prompt, 12);
+    e->truncate_session(s, static_cast<int>(prompt.size()) - 1);
+    auto b = generate(*e, s, {prompt.back()}, 12);
+    CHECK(a.tokens == b.tokens);
+    CHECK(b.stats.n_prefilled == 1);
+}
+
+TEST_CASE("concurrent sessions are batched and each gets what it would get alone") {
+    if (!have_stories()) return;
+    auto e = open_engine(2);
+    auto prompt = ids_after("prompt_ids");
+    auto expected = ids_after("generated_ids");
+    const int n_sessions = 6;
+    std::vector<std::vector<int32_t>> outs(n_sessions);
+    std::vector<std::future<request_stats>> done;
+    for (int i = 0; i < n_sessions; ++i) {
+        auto p = std::make_shared<std::promise<request_stats>>();
+        done.push_back(p->get_future());
+        request r;
+        r.session = e->create_session();
+        r.append = prompt;
+        r.max_tokens = 40 + i;
+        r.on_token = [&outs, i](int32_t t) {
+            outs[static_cast<size_t>(i)].push_back(t);
+            return true;
+        };
+        r.on_done = [p](const request_stats& st) { p->set_value(st); };
+        e->submit(std::move(r));
+    }
+    for (int i = 0; i < n_sessions; ++i) {
+        auto st = done[static_cast<size_t>(i)].get();
+        CHECK(st.finish == finish_reason::length);
+        CHECK(outs[static_cast<size_t>(i)] == std::vector<int32_t>(expected.begin(), expected.begin() + 40 + i));
+    }
+}
+
+TEST_CASE("the token callback stops generation by returning false; stop tokens end it") {
+    if (!have_stories()) return;
+    auto e = open_engine();
+    auto prompt = ids_after("prompt_ids");
+    auto expected = ids_after("generated_ids");
+    session_id s = e->create_session();
+    int seen = 0;
+    request r;
+    r.session = s;
+    r.append = prompt;
+    r.max_tokens = 50;
+    r.on_token = [&seen](int32_t) { return ++seen < 3; };
+    auto st = e->run(std::move(r));
+    CHECK(st.finish == finish_reason::stop);
+    CHECK(st.n_generated == 3);
+
+    session_id s2 = e->create_session();
+    request r2;
+    r2.session = s2;
+    r2.append = prompt;
+    r2.max_tokens = 50;
+    r2.stop_tokens = {expected[4]};
+    auto st2 = e->run(std::move(r2));
+    CHECK(st2.finish == finish_reason::stop);
+    CHECK(st2.n_generated == 5);
+}
+
+TEST_CASE("a constraint mask restricts every sampled token") {
+    if (!have_stories()) return;
+    auto e = open_engine();
+    session_id s = e->create_session();
+    request r;
+    r.session = s;
+    r.append = ids_after("prompt_ids");
+    r.max_tokens = 20;
+    std::vector<int32_t> got;
+    r.on_token = [&got](int32_t t) {
+        got.push_back(t);
+        return true;
+    };
+    r.constrain = [](std::span<const int32_t>, std::span<uint8_t> allowed) {
+        for (size_t i = 0; i < allowed.size(); ++i) allowed[i] = (i % 2 == 0) ? 1 : 0;  // even ids only
+    };
+    e->run(std::move(r));
+    REQUIRE(got.size() == 20);
+    for (int32_t t : got) CHECK(t % 2 == 0);
+}
+
+TEST_CASE("bad requests end with an error, never a crash") {
+    if (!have_stories()) return;
+    auto e = open_engine(1, 64);
+    session_id s = e->create_session();
+    auto bad_token = generate(*e, s, {1, 99999}, 4);
+    CHECK(bad_token.stats.finish == finish_reason::error);
+    CHECK(bad_token.stats.error.find("outside the vocabulary") != std::string::npos);
+
+    request unknown;
+    unknown.session = 12345;
+    unknown.append = {1};
+    auto st = e->run(std::move(unknown));
+    CHECK(st.finish == finish_reason::error);
+    CHECK(st.error.find("unknown or closed session") != std::string::npos);
+
+    // More tokens than the KV cache holds (64 positions).
+    std::vector<int32_t> long_prompt(100, 5);
+    session_id s2 = e->create_session();
+    auto full = generate(*e, s2, long_prompt, 4);
+    CHECK(full.stats.finish == finish_reason::error);
+    CHECK(full.stats.error.find("blocks needed") != std::string::npos);
+
+    auto empty = generate(*e, e->create_session(), {}, 4);
+    CHECK(empty.stats.finish == finish_reason::error);
+}
+
+TEST_CASE("cancel ends a running request; closing sessions returns their KV blocks") {
+    if (!have_stories()) return;
+    auto e = open_engine();
+    const int free_at_start = [&] {
+        // The engine publishes the count after its first loop iteration.
+        generate(*e, e->create_session(), {1}, 1);
+        return e->n_free_kv_blocks();
+    }();
+    session_id s = e->create_session();
+    std::promise<void> first_token;
+    std::atomic<bool> signalled{false};
+    request r;
+    r.session = s;
+    r.append = ids_after("prompt_ids");
+    r.max_tokens = 1000000;
+    r.on_token = [&](int32_t) {
+        if (!signalled.exchange(true)) first_token.set_value();
+        return true;
+    };
+    std::promise<request_stats> done;
+    r.on_done = [&](const request_stats& st) { done.set_value(st); };
+    request_id id = e->submit(std::move(r));
+    first_token.get_future().wait();
+    e->cancel(id);
+    auto st = done.get_future().get();
+    CHECK(st.finish == finish_reason::cancelled);
+    CHECK(st.n_generated >= 1);
+    CHECK(e->n_free_kv_blocks() < free_at_start);
+    e->close_session(s);
+    generate(*e, e->create_session(), {1}, 1);  // lets the engine process the close
+    CHECK(e->n_free_kv_blocks() == free_at_start - 1);  // only the new one-token session holds a block
+}

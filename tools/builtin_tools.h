@@ -1,0 +1,27 @@
+// The general-purpose built-in tools (read_file, shell, http_get) and their
+// settings. Each is registered only when its settings are given: a tool with
+// no roots or allowlist would be either useless or unsafe.
+#pragma once
+
+#include <optional>
+
+#include "inference/base/result.h"
+#include "tools/http_get.h"
+#include "tools/read_file.h"
+#include "tools/shell.h"
+#include "tools/tool.h"
+
+namespace tachyon::tools {
+
+struct builtin_settings {
+    std::optional<read_file_settings> read_file;
+    std::optional<shell_settings> shell;
+    std::optional<http_get_settings> http_get;
+};
+
+// Registers the tools whose settings are present, in the order read_file,
+// shell, http_get. Fails (registering nothing) on bad settings or a name
+// already in `tools`; the message names the tool and the setting.
+status add_builtin_tools(registry& tools, const builtin_settings& settings);
+
+}  // namespace tachyon::tools
