@@ -230,6 +230,12 @@ def main(argv=None):
                              {"params": no_decay, "weight_decay": 0.0}], **opt_kwargs)
     sampler = Sampler(train_ex, args.batch_tokens, args.seed)
     log(f"model: {cfg}, {model.n_params() / 1e6:.2f}M parameters, device {device}, threads {args.threads}")
+    load = os.getloadavg()[0]
+    if device == "cpu" and args.threads > 1 and load > 2 * (os.cpu_count() or 1):
+        # Measured here at load ~15 on 2 cores: 1 thread trained ~6x faster than 2,
+        # because each OpenMP region waits for the descheduled thread.
+        log(f"warning: load average {load:.1f} on {os.cpu_count()} cores; --threads 1 is much faster "
+            "on an oversubscribed machine")
 
     step, tokens_seen, elapsed = 0, 0, 0.0
     history = []

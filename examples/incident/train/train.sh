@@ -69,7 +69,7 @@ $py "$here/export.py" --model "$work/run/model.pt" --tokenizer "$work/tokenizer.
 # The C++ tokenizer must give the training ids (qwen2 pre-tokenizer, merge ranks).
 if [ -x "$BUILD/runtime/tachyon" ]; then
   $py "$here/test_tokenizer.py" --tokenizer "$work/tokenizer.json" --tachyon "$BUILD/runtime/tachyon" \
-    --model "$model_dir/incident-analyst.gguf"
+    --model "$model_dir/incident-analyst.gguf" --data "$work/heldout.jsonl"
 else
   echo "skipped: tachyon tokenize comparison ($BUILD/runtime/tachyon not built)"
 fi
