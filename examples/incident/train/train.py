@@ -299,7 +299,8 @@ def main(argv=None):
         win["tokens"] += real
         win["time"] += dt
         win["steps"] += 1
-        if step % args.log_every == 0:
+        last = progress() >= 1.0 or (args.max_steps is not None and step >= args.max_steps)
+        if step % args.log_every == 0 or last:  # the last step always logs: the card reads it
             p = progress()
             rate = win["tokens"] / max(win["time"], 1e-9)
             eta = (elapsed / p - elapsed) if p > 0 else float("nan")
