@@ -28,7 +28,9 @@ def main():
     g = read_gguf(args.gguf, load_tensors=False)
     size = os.path.getsize(args.gguf)
     curve = [h for h in r["history"] if "loss" in h]
-    picks = curve[:: max(1, len(curve) // 8)] + curve[-1:] if curve else []
+    picks = curve[:: max(1, len(curve) // 8)]
+    if curve and picks[-1] is not curve[-1]:
+        picks.append(curve[-1])
     lines = [
         "# incident-analyst",
         "",
