@@ -28,7 +28,9 @@ def main():
     g = read_gguf(args.gguf, load_tensors=False)
     size = os.path.getsize(args.gguf)
     curve = [h for h in r["history"] if "loss" in h]
-    picks = curve[:: max(1, len(curve) // 8)] + curve[-1:] if curve else []
+    picks = curve[:: max(1, len(curve) // 8)]
+    if curve and picks[-1] is not curve[-1]:
+        picks.append(curve[-1])
     lines = [
         "# incident-analyst",
         "",
@@ -57,7 +59,8 @@ def main():
         f"AdamW lr {a['lr']} warmup-stable-decay, {a['batch_tokens']} padded tokens per step, "
         f"lengths {a['min_len']} -> {a['max_len']} (curriculum over the first {a['curriculum']:.0%})",
         f"- seed {a['seed']}, {a['threads']} CPU threads",
-        f"- final training loss (assistant tokens) {r['final_train_loss']:.4f}"
+        (f"- final training loss (assistant tokens) {r['final_train_loss']:.4f}"
+         if r["final_train_loss"] is not None else "- final training loss: not logged")
         + (f"; validation loss {r['val_loss']:.4f}, token accuracy {r['val_acc']:.4f}" if "val_loss" in r else ""),
         "",
         "Loss curve (assistant-token cross-entropy, accuracy):",

@@ -114,8 +114,9 @@ def main():
     ap.add_argument("--limit", type=int, default=100, help="transcripts to evaluate")
     ap.add_argument("--f32", action="store_true", help="keep the trained F32 weights")
     ap.add_argument("--out", help="write the rates as JSON")
+    ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     model = load_model(args.model)
     if not args.f32:
         round_to_f16(model)

@@ -151,8 +151,9 @@ def main():
     ap.add_argument("--golden-data", action="append", help="held-out trajectory JSONL for --golden")
     ap.add_argument("--golden-tokens", type=int, default=64)
     ap.add_argument("--golden-cases", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     model = load_model(args.model)
     tok = Tokenizer.load(args.tokenizer)
     assert tok.vocab_size == model.cfg.vocab_size, "tokenizer and model disagree on the vocabulary size"

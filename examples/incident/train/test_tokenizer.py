@@ -95,8 +95,11 @@ def check_tokenizer(tok):
     print("ok: special tokens whole, round trip exact")
 
 
-def check_against_tachyon(tok, tachyon, model):
+def check_against_tachyon(tok, tachyon, model, data=None):
     texts = fixture_texts()[:3] + [t for t in EDGE_CASES if t]
+    if data:
+        with open(data, encoding="utf-8") as f:
+            texts += ["".join(s["text"] for s in json.loads(line)["segments"]) for line in f if line.strip()][:20]
     n_bad = 0
     with tempfile.TemporaryDirectory() as d:
         for i, t in enumerate(texts):
@@ -121,6 +124,7 @@ def main():
     ap.add_argument("--tokenizer", help="tok.json to check (default: train one on the fixture)")
     ap.add_argument("--tachyon", help="path of the tachyon executable")
     ap.add_argument("--model", help="GGUF holding the same tokenizer")
+    ap.add_argument("--data", help="trajectory JSONL: its first 20 transcripts join the tachyon comparison")
     args = ap.parse_args()
     check_gpt2_conformance()
     check_pre_tokenizer_paths()
@@ -130,7 +134,7 @@ def main():
         tok = T.Tokenizer(T.train_bpe(T.count_words(fixture_texts()), 400))
     check_tokenizer(tok)
     if args.tachyon and args.model:
-        check_against_tachyon(tok, args.tachyon, args.model)
+        check_against_tachyon(tok, args.tachyon, args.model, args.data)
     else:
         print("skipped: comparison with tachyon tokenize (pass --tachyon and --model)")
 

@@ -5,16 +5,17 @@
 # CARD.md, and evaluates on held-out seeds.
 #
 # usage: examples/incident/train/train.sh            (from anywhere)
-#   env: N=2000 (training trajectories, seeds 0..N-1)  MINUTES=70 (training
+#   env: N=3000 (training trajectories, seeds 0..N-1)  MINUTES=70 (training
 #        budget, wall clock) or TOKENS=... (token budget, deterministic)
 #        PRESET=base  SEED=1  THREADS=2  BUILD=<repo>/build/release
 #        RESUME=1 (continue an interrupted training run from its checkpoint)
+#        MODEL_DIR=<repo>/examples/incident/model (where the outputs go)
 # Work files (data, checkpoints) go to examples/incident/train/work/ (git-ignored).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
-N="${N:-2000}"
+N="${N:-3000}"
 MINUTES="${MINUTES:-70}"
 TOKENS="${TOKENS:-}"
 PRESET="${PRESET:-base}"
@@ -22,7 +23,7 @@ SEED="${SEED:-1}"
 THREADS="${THREADS:-2}"
 BUILD="${BUILD:-$root/build/release}"
 work="$here/work"
-model_dir="$root/examples/incident/model"
+model_dir="${MODEL_DIR:-$root/examples/incident/model}"
 py=/usr/bin/python3
 # glibc keeps large freed blocks instead of returning them to the OS on
 # every step (measured 1.35x faster training here).
@@ -63,21 +64,22 @@ $py "$here/train.py" --data "$work/train-$N.jsonl" --val-data "$work/val.jsonl" 
 
 echo "== export"
 $py "$here/export.py" --model "$work/run/model.pt" --tokenizer "$work/tokenizer.json" \
-  --out "$work/export/incident-analyst" --golden "$model_dir/golden.json" --golden-data "$work/heldout.jsonl"
+  --out "$work/export/incident-analyst" --golden "$model_dir/golden.json" --golden-data "$work/heldout.jsonl" --threads "$THREADS"
 "$exporter" "$work/export/incident-analyst.json" "$model_dir/incident-analyst.gguf"
 
 # The C++ tokenizer must give the training ids (qwen2 pre-tokenizer, merge ranks).
 if [ -x "$BUILD/runtime/tachyon" ]; then
   $py "$here/test_tokenizer.py" --tokenizer "$work/tokenizer.json" --tachyon "$BUILD/runtime/tachyon" \
-    --model "$model_dir/incident-analyst.gguf"
+    --model "$model_dir/incident-analyst.gguf" --data "$work/heldout.jsonl"
 else
   echo "skipped: tachyon tokenize comparison ($BUILD/runtime/tachyon not built)"
 fi
 
 echo "== evaluate (teacher-forced, held-out seeds)"
 $py "$here/eval_tf.py" --model "$work/run/model.pt" --tokenizer "$work/tokenizer.json" \
-  --data "$work/heldout.jsonl" --out "$work/run/eval_tf.json"
+  --data "$work/heldout.jsonl" --out "$work/run/eval_tf.json" --threads "$THREADS"
 
+[ -n "$TOKENS" ] && MINUTES=
 $py "$here/card.py" --run "$work/run" --gguf "$model_dir/incident-analyst.gguf" \
   --command "N=$N MINUTES=$MINUTES TOKENS=$TOKENS PRESET=$PRESET SEED=$SEED examples/incident/train/train.sh" \
   --out "$model_dir/CARD.md"
