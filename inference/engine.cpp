@@ -217,6 +217,11 @@ bool engine::admit() {
             ++it;
             continue;
         }
+        if (options_.max_active > 0) {
+            int n_running = 0;
+            for (const auto& a : active_) n_running += a->done ? 0 : 1;
+            if (n_running >= options_.max_active) break;  // the rest wait their turn, in order
+        }
         sit->second.busy = true;
         if (sit->second.seq < 0) sit->second.seq = kv_.create();
         auto a = std::make_unique<active>(it->first, std::move(it->second), &sit->second);

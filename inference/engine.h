@@ -36,6 +36,7 @@ struct engine_options {
     int n_ctx = 4096;           // KV positions, all sessions together
     int block_size = 16;        // KV positions per block
     int max_batch_tokens = 256; // tokens per forward step (prefill is chunked to fit)
+    int max_active = 0;         // requests served at once; 0: no limit (continuous batching), 1: one at a time
 };
 
 using session_id = int64_t;

@@ -9,6 +9,8 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <chrono>
+#include <cmath>
+#include <random>
 #include <set>
 
 #include "inference/base/log.h"
@@ -51,6 +53,7 @@ void collect_identifiers(std::string_view text, std::set<std::string>& out) {
 // One tool call in flight.
 struct call_slot {
     run_tool_call rec;
+    std::unique_ptr<asio::steady_timer> latency;  // injected network latency before the work starts
     std::shared_ptr<tools::tool> tool;
     std::atomic<bool> cancel{false};
     bool finished = false;
@@ -64,7 +67,7 @@ struct call_slot {
 class runner : public std::enable_shared_from_this<runner> {
 public:
     runner(run_environment env, run_request req, asio::any_io_executor ex)
-        : env_(std::move(env)), req_(std::move(req)), ex_(ex), deadline_(ex), watch_(ex) {}
+        : env_(std::move(env)), req_(std::move(req)), ex_(ex), deadline_(ex), watch_(ex), latency_rng_(req_.latency.seed) {}
 
     asio::awaitable<run_outcome> run();
 
@@ -79,6 +82,8 @@ private:
     void handle_events();
     std::shared_ptr<call_slot> make_call(int step, int index, const std::string& name, const std::string& arguments, bool early);
     void start_call(const std::shared_ptr<call_slot>& slot);
+    void run_call(const std::shared_ptr<call_slot>& slot);
+    double sample_latency();
     void finish_call(const std::shared_ptr<call_slot>& slot, bool ok, std::string text);
     asio::awaitable<void> await_calls(const std::vector<std::shared_ptr<call_slot>>& calls);
     asio::awaitable<std::pair<bool, std::string>> verify(const std::string& answer);
@@ -97,6 +102,7 @@ private:
     bool deadline_hit_ = false;
     bool done_ = false;
     std::vector<std::weak_ptr<call_slot>> live_calls_;
+    std::mt19937_64 latency_rng_;
     clock_type::time_point t0_ = clock_type::now();
     std::optional<journal::writer> journal_;
 
@@ -192,6 +198,7 @@ void runner::finish_call(const std::shared_ptr<call_slot>& slot, bool ok, std::s
     if (slot->finished) return;
     slot->finished = true;
     slot->timeout.cancel();
+    if (slot->latency) slot->latency->cancel();
     slot->rec.end_ms = now_ms();
     slot->rec.ok = ok;
     slot->rec.result = std::move(text);
@@ -249,6 +256,26 @@ void runner::start_call(const std::shared_ptr<call_slot>& slot) {
         slot->cancel.store(true);
         finish_call(slot, false, slot->rec.name + ": timed out after " + std::to_string(timeout_ms) + " ms");
     });
+    const double delay_ms = sample_latency();
+    if (delay_ms > 0) {
+        slot->latency = std::make_unique<asio::steady_timer>(ex_, std::chrono::microseconds(static_cast<int64_t>(delay_ms * 1000)));
+        slot->latency->async_wait([this, self = shared_from_this(), slot](boost::system::error_code ec) {
+            if (!ec && !slot->finished) run_call(slot);
+        });
+    } else {
+        run_call(slot);
+    }
+}
+
+double runner::sample_latency() {
+    const tool_latency& l = req_.latency;
+    if (l.median_ms <= 0) return 0;
+    const double sigma = l.p95_ms > l.median_ms ? std::log(l.p95_ms / l.median_ms) / 1.6448536 : 0.0;
+    std::normal_distribution<double> z(0.0, 1.0);
+    return l.median_ms * std::exp(sigma * z(latency_rng_));
+}
+
+void runner::run_call(const std::shared_ptr<call_slot>& slot) {
     auto ex = ex_;
     // The pool thread holds the runner alive: a timed-out call may finish after the run.
     asio::post(*env_.tool_pool, [this, self = shared_from_this(), slot, ex] {

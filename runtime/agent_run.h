@@ -32,6 +32,15 @@ struct run_switches {
     bool grounding = true;       // identifier arguments come from values seen in the run
 };
 
+// Network latency added to every tool call (as a log store or trace backend
+// answers): lognormal with the given median and 95th percentile. Waited on an
+// Asio timer, so it costs no thread.
+struct tool_latency {
+    double median_ms = 0;  // 0: none
+    double p95_ms = 0;
+    uint64_t seed = 0;
+};
+
 struct run_request {
     std::shared_ptr<const agent_definition> agent;
     std::string task;
@@ -39,6 +48,7 @@ struct run_request {
     run_switches switches;
     std::string journal_dir = "runs";           // empty: no journal
     std::string run_id;                         // empty: made up
+    tool_latency latency;
     // Tools defined in code (SDK, tests), found by name before the built-ins.
     std::vector<std::shared_ptr<tools::tool>> custom_tools;
 };

@@ -2,23 +2,13 @@
 // incident-world program, runs the agent on each (answer.json moved out of
 // the tools' reach first), and reports the verified-correct rate and the time
 // to a verified answer.
-#include <unistd.h>
-
-#include <simdjson.h>
-
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <future>
 #include <iostream>
-#include <mutex>
-#include <sstream>
 
 #include "runtime/agent_service.h"
 #include "runtime/cli.h"
 #include "runtime/eval_support.h"
-#include "runtime/json_util.h"
 #include "runtime/tool_catalog.h"
 
 namespace tachyon {
@@ -40,70 +30,36 @@ int eval_command(const cli::parsed_args& args) {
     auto threads = args.get_int("threads");
     if (!threads || *threads < 1) return fail("--threads must be a positive integer");
 
-    run_switches sw;
-    sw.grounding = !args.flag("no-grounding");
-    sw.constrain = !args.flag("no-constrain");
+    eval_run_options o;
+    o.switches.grounding = !args.flag("no-grounding");
+    o.switches.constrain = !args.flag("no-constrain");
+    o.concurrency = static_cast<int>(*concurrency);
+    o.journal_dir = args.get_or("journal-dir", "runs");
     service_options so;
     so.engine.n_threads = static_cast<int>(*threads);
-    so.engine.n_ctx = static_cast<int>(std::max<int64_t>(16384, *concurrency * 4096));
+    so.engine.n_ctx = static_cast<int>(std::max<int64_t>(16384, *concurrency * 6144));
     agent_service service(so);
-    auto shared_agent = std::make_shared<agent_definition>(std::move(agent).value());
+    auto shared_agent = std::make_shared<const agent_definition>(std::move(agent).value());
 
     auto workspace = make_eval_workspace();
     if (!workspace) return fail(workspace.err().message);
-    const bool keep = args.flag("keep");
     const bool quiet = args.flag("json");
-    std::vector<eval_case> cases(seeds->second - seeds->first + 1);
-
-    std::mutex mutex;
-    size_t next = 0, finished = 0;
-    std::promise<void> all_done;
-    std::function<void()> launch;
-    launch = [&] {
-        size_t i;
-        {
-            std::lock_guard lock(mutex);
-            if (next >= cases.size()) return;
-            i = next++;
-        }
-        eval_case& c = cases[i];
-        c.seed = seeds->first + i;
-        auto prepared = prepare_incident(*world, *workspace, c.seed);
-        if (!prepared) {
-            c.error = prepared.err().message;
-            std::lock_guard lock(mutex);
-            if (++finished == cases.size()) all_done.set_value();
-            return;
-        }
-        c.expected = prepared->expected;
-        run_request req;
-        req.agent = shared_agent;
-        req.task = prepared->task;
-        req.inputs = {{"incident_dir", prepared->incident_dir}};
-        req.switches = sw;
-        req.journal_dir = args.get_or("journal-dir", "runs");
-        service.start(std::move(req), nullptr, nullptr, [&, i](run_outcome out) {
-            score_case(cases[i], std::move(out));
-            if (!quiet) std::fprintf(stderr, "%s\n", case_line(cases[i]).c_str());
-            bool last;
-            {
-                std::lock_guard lock(mutex);
-                last = ++finished == cases.size();
-            }
-            if (last) all_done.set_value();
-            else launch();
-        });
-    };
-    for (int64_t k = 0; k < *concurrency; ++k) launch();
-    all_done.get_future().wait();
-    if (!keep) std::filesystem::remove_all(*workspace);
+    auto inputs = prepare_incidents(*world, *workspace, seeds->first, seeds->second);
+    double wall_ms = 0;
+    auto cases = run_cases(service, shared_agent, inputs, o,
+                           [quiet](const eval_case& c) {
+                               if (!quiet) std::fprintf(stderr, "%s\n", case_line(c).c_str());
+                           },
+                           &wall_ms);
+    if (!args.flag("keep")) std::filesystem::remove_all(*workspace);
 
     eval_summary summary = summarize(cases);
+    summary.wall_ms_sum = wall_ms;
     if (quiet) {
         std::cout << summary_json(summary, cases, shared_agent->name) << "\n";
     } else {
         std::cout << summary_text(summary);
-        if (keep) std::cout << "incidents kept in " << *workspace << "\n";
+        if (args.flag("keep")) std::cout << "incidents kept in " << workspace->string() << "\n";
     }
     return 0;
 }

@@ -11,6 +11,7 @@ cli::command_spec make_generate_command();
 cli::command_spec make_tokenize_command();
 cli::command_spec make_quantize_command();
 cli::command_spec make_bench_decode_command();
+cli::command_spec make_bench_agents_command();
 cli::command_spec make_bench_synth_model_command();
 cli::command_spec make_bench_constraint_command();
 cli::command_spec make_runs_list_command();
@@ -24,6 +25,7 @@ std::vector<cli::command_spec> all_commands() {
     out.push_back(make_tokenize_command());
     out.push_back(make_quantize_command());
     out.push_back(make_bench_decode_command());
+    out.push_back(make_bench_agents_command());
     out.push_back(make_bench_synth_model_command());
     out.push_back(make_bench_constraint_command());
     out.push_back(make_runs_list_command());

@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <charconv>
 #include <cstring>
 #include <fcntl.h>
@@ -140,6 +143,72 @@ void score_case(eval_case& c, run_outcome out) {
         }
     }
     c.success = c.outcome.verified && c.service_ok && c.fault_ok;
+}
+
+std::vector<eval_input> prepare_incidents(const std::string& world, const std::filesystem::path& workspace, uint64_t first, uint64_t last) {
+    std::vector<eval_input> out;
+    for (uint64_t seed = first; seed <= last; ++seed) {
+        eval_input in;
+        in.seed = seed;
+        auto p = prepare_incident(world, workspace, seed);
+        if (p) in.incident = std::move(p).value();
+        else in.error = p.err().message;
+        out.push_back(std::move(in));
+    }
+    return out;
+}
+
+std::vector<eval_case> run_cases(agent_service& service, const std::shared_ptr<const agent_definition>& agent,
+                                 const std::vector<eval_input>& inputs, const eval_run_options& options,
+                                 const std::function<void(const eval_case&)>& on_case, double* wall_ms) {
+    std::vector<eval_case> cases(inputs.size());
+    std::mutex mutex;
+    std::condition_variable all_done;
+    size_t next = 0, finished = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    std::function<void()> launch = [&] {
+        for (;;) {
+            size_t i;
+            {
+                std::lock_guard lock(mutex);
+                if (next >= inputs.size()) return;
+                i = next++;
+            }
+            eval_case& c = cases[i];
+            c.seed = inputs[i].seed;
+            c.expected = inputs[i].incident.expected;
+            if (!inputs[i].error.empty()) {
+                c.error = inputs[i].error;
+                if (on_case) on_case(c);
+                std::lock_guard lock(mutex);
+                if (++finished == cases.size()) all_done.notify_all();
+                continue;  // take the next input on this same slot
+            }
+            run_request req;
+            req.agent = agent;
+            req.task = inputs[i].incident.task;
+            req.inputs = {{"incident_dir", inputs[i].incident.incident_dir}};
+            req.switches = options.switches;
+            req.latency = options.latency;
+            req.latency.seed = options.latency.seed ^ (c.seed * 0x9E3779B97F4A7C15ull);
+            req.journal_dir = options.journal_dir;
+            service.start(std::move(req), nullptr, nullptr, [&, i](run_outcome out) {
+                score_case(cases[i], std::move(out));
+                if (on_case) on_case(cases[i]);
+                {
+                    std::lock_guard lock(mutex);
+                    if (++finished == cases.size()) all_done.notify_all();
+                }
+                launch();
+            });
+            return;
+        }
+    };
+    for (int k = 0; k < std::max(1, options.concurrency); ++k) launch();
+    std::unique_lock lock(mutex);
+    all_done.wait(lock, [&] { return finished == cases.size(); });
+    if (wall_ms) *wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return cases;
 }
 
 std::string case_line(const eval_case& c) {

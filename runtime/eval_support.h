@@ -10,6 +10,7 @@
 
 #include "inference/base/result.h"
 #include "runtime/agent_run.h"
+#include "runtime/agent_service.h"
 
 namespace tachyon {
 
@@ -48,6 +49,29 @@ struct eval_case {
 };
 
 void score_case(eval_case& c, run_outcome out);
+
+struct eval_input {
+    uint64_t seed = 0;
+    prepared_incident incident;
+    std::string error;  // preparation failed
+};
+
+// Generates every seed's incident under `workspace` (serially; it is fast).
+std::vector<eval_input> prepare_incidents(const std::string& world, const std::filesystem::path& workspace, uint64_t first, uint64_t last);
+
+struct eval_run_options {
+    run_switches switches;
+    tool_latency latency;
+    int concurrency = 1;
+    std::string journal_dir = "runs";
+};
+
+// Runs the agent on every input, `concurrency` runs in flight (sharing the
+// service's engine); `on_case` is called as each ends (any thread). Returns
+// the cases in input order and the wall time of the whole batch.
+std::vector<eval_case> run_cases(agent_service& service, const std::shared_ptr<const agent_definition>& agent,
+                                 const std::vector<eval_input>& inputs, const eval_run_options& options,
+                                 const std::function<void(const eval_case&)>& on_case, double* wall_ms);
 std::string case_line(const eval_case& c);
 
 struct eval_summary {

@@ -1,0 +1,198 @@
+// `tachyon bench agents AGENT.json --seeds A-B`: time to a verified answer
+// under each serving mode, side by side on the same incidents:
+//   sequential    a stateless chat API under a simple agent loop: every turn
+//                 re-prefills the conversation, tools start after the turn,
+//                 one at a time, and the engine serves one request at a time;
+//   conventional  a modern serving engine (continuous batching, KV kept per
+//                 conversation) under a mainstream agent framework: the calls
+//                 of a turn run concurrently, but only after the turn ends;
+//   tachyon       every switch on: tools dispatched the moment their call is
+//                 complete in the stream, in parallel, KV kept, batching.
+// Tool latency: each call waits an injected network latency (lognormal) on
+// an Asio timer, as log stores and trace backends answer.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "runtime/agent_service.h"
+#include "runtime/cli.h"
+#include "runtime/eval_support.h"
+#include "runtime/json_util.h"
+#include "runtime/tool_catalog.h"
+
+namespace tachyon {
+namespace {
+
+struct mode {
+    std::string name;
+    run_switches switches;
+    int max_active = 0;  // engine: 1 serves one request at a time
+};
+
+std::vector<mode> modes_for(const std::string& which) {
+    mode seq{"sequential", {}, 1};
+    seq.switches.early_dispatch = false;
+    seq.switches.parallel_tools = false;
+    seq.switches.kv_retain = false;
+    mode conv{"conventional", {}, 0};
+    conv.switches.early_dispatch = false;
+    mode all{"tachyon", {}, 0};
+    if (which == "sequential") return {seq};
+    if (which == "conventional") return {conv};
+    if (which == "tachyon") return {all};
+    if (which == "ablation") {
+        mode no_early = all, no_parallel = all, no_kv = all;
+        no_early.name = "tachyon -early_dispatch";
+        no_early.switches.early_dispatch = false;
+        no_parallel.name = "tachyon -parallel_tools";
+        no_parallel.switches.parallel_tools = false;
+        no_kv.name = "tachyon -kv_retain";
+        no_kv.switches.kv_retain = false;
+        return {all, no_early, no_parallel, no_kv};
+    }
+    return {seq, conv, all};
+}
+
+result<tool_latency> parse_latency(const std::string& spec) {
+    tool_latency l;
+    if (spec == "none" || spec == "0") return l;
+    double median = 0, p95 = 0;
+    char tail = 0;
+    if (std::sscanf(spec.c_str(), "lognormal:%lf:%lf%c", &median, &p95, &tail) == 2 && median > 0 && p95 >= median) {
+        l.median_ms = median;
+        l.p95_ms = p95;
+        return l;
+    }
+    return make_error(errc::invalid_argument, "--tool-latency '" + spec + "': expected none or lognormal:MEDIAN_MS:P95_MS (P95 >= MEDIAN > 0)");
+}
+
+struct mode_result {
+    std::string name;
+    eval_summary s;
+    double wall_ms = 0;
+    double tasks_per_min = 0;
+    double decode_tok_s = 0;
+    double prefill_computed = 0, prefill_avoided = 0;
+    double hidden_pct = 0;
+};
+
+int bench_agents(const cli::parsed_args& args) {
+    auto fail = [](const std::string& m) {
+        std::cerr << "tachyon bench agents: " << m << "\n";
+        return 1;
+    };
+    auto seeds = parse_seed_range(*args.get("seeds"));
+    if (!seeds) return fail(seeds.err().message);
+    auto world = find_incident_world(args.get_or("world", ""));
+    if (!world) return fail(world.err().message);
+    auto agent = load_agent_file(*args.positional(0), builtin_tool_names());
+    if (!agent) return fail(agent.err().message);
+    auto concurrency = args.get_int("concurrency");
+    if (!concurrency || *concurrency < 1 || *concurrency > 256) return fail("--concurrency must be in [1, 256]");
+    auto latency = parse_latency(*args.get("tool-latency"));
+    if (!latency) return fail(latency.err().message);
+    const std::string which = *args.get("modes");
+    if (which != "all" && which != "sequential" && which != "conventional" && which != "tachyon" && which != "ablation")
+        return fail("--modes must be all, sequential, conventional, tachyon or ablation");
+    auto threads = args.get_int("threads");
+    if (!threads || *threads < 1) return fail("--threads must be a positive integer");
+
+    auto shared_agent = std::make_shared<const agent_definition>(std::move(agent).value());
+    auto workspace = make_eval_workspace();
+    if (!workspace) return fail(workspace.err().message);
+    auto inputs = prepare_incidents(*world, *workspace, seeds->first, seeds->second);
+    const bool json_out = args.flag("json");
+
+    std::vector<mode_result> results;
+    for (const mode& m : modes_for(which)) {
+        service_options so;
+        so.engine.n_threads = static_cast<int>(*threads);
+        so.engine.n_ctx = static_cast<int>(std::max<int64_t>(16384, *concurrency * 6144));
+        so.engine.max_active = m.max_active;
+        so.n_tool_threads = std::max<int>(4, static_cast<int>(*concurrency) * 2);
+        agent_service service(so);
+        eval_run_options o;
+        o.switches = m.switches;
+        o.latency = *latency;
+        o.latency.seed = 12345;  // the same latencies for every mode
+        o.concurrency = static_cast<int>(*concurrency);
+        o.journal_dir = args.get_or("journal-dir", "runs");
+        if (!json_out) std::fprintf(stderr, "mode %s ...\n", m.name.c_str());
+        double wall_ms = 0;
+        auto cases = run_cases(service, shared_agent, inputs, o, nullptr, &wall_ms);
+        mode_result r;
+        r.name = m.name;
+        r.s = summarize(cases);
+        r.wall_ms = wall_ms;
+        r.tasks_per_min = wall_ms > 0 ? static_cast<double>(r.s.n) * 60000.0 / wall_ms : 0;
+        double generated = 0, tool_ms = 0, hidden = 0;
+        for (const auto& c : cases) {
+            generated += c.outcome.generated_tokens;
+            r.prefill_computed += c.outcome.prefill_tokens;
+            r.prefill_avoided += c.outcome.reused_tokens;
+            tool_ms += c.outcome.tool_ms;
+            hidden += c.outcome.overlap_saved_ms;
+        }
+        r.decode_tok_s = wall_ms > 0 ? generated * 1000.0 / wall_ms : 0;
+        r.hidden_pct = tool_ms > 0 ? 100.0 * hidden / tool_ms : 0;
+        results.push_back(r);
+    }
+    std::filesystem::remove_all(*workspace);
+
+    const mode_result* base = nullptr;
+    for (const auto& r : results)
+        if (r.name == "sequential") base = &r;
+    if (json_out) {
+        std::ostringstream os;
+        os << "{\"agent\": " << json::quote(shared_agent->name) << ", \"seeds\": " << json::quote(*args.get("seeds"))
+           << ", \"concurrency\": " << *concurrency << ", \"tool_latency\": " << json::quote(*args.get("tool-latency")) << ", \"modes\": [";
+        for (size_t i = 0; i < results.size(); ++i) {
+            const auto& r = results[i];
+            os << (i ? ", " : "") << "{\"mode\": " << json::quote(r.name) << ", \"cases\": " << r.s.n << ", \"success\": " << r.s.n_success
+               << ", \"p50_ms\": " << r.s.p50_ms << ", \"p95_ms\": " << r.s.p95_ms << ", \"tasks_per_min\": " << r.tasks_per_min
+               << ", \"decode_tok_s\": " << r.decode_tok_s << ", \"prefill_computed\": " << r.prefill_computed
+               << ", \"prefill_avoided\": " << r.prefill_avoided << ", \"tool_time_hidden_pct\": " << r.hidden_pct
+               << ", \"wall_ms\": " << r.wall_ms << "}";
+        }
+        os << "]}\n";
+        std::cout << os.str();
+        return 0;
+    }
+    std::printf("%-24s %8s %9s %9s %9s %10s %12s %12s %8s %11s %11s\n", "mode", "success", "p50 s", "p95 s", "tasks/min",
+                "decode t/s", "prefill", "avoided", "hidden", "p50 ratio", "tpm ratio");
+    for (const auto& r : results) {
+        char p50r[32] = "-", tpmr[32] = "-";
+        if (base && base != &r && r.s.p50_ms > 0) std::snprintf(p50r, sizeof p50r, "%.2fx", base->s.p50_ms / r.s.p50_ms);
+        if (base && base != &r && base->tasks_per_min > 0) std::snprintf(tpmr, sizeof tpmr, "%.2fx", r.tasks_per_min / base->tasks_per_min);
+        std::printf("%-24s %7.1f%% %9.2f %9.2f %9.1f %10.0f %12.0f %12.0f %7.1f%% %11s %11s\n", r.name.c_str(),
+                    r.s.n ? 100.0 * static_cast<double>(r.s.n_success) / static_cast<double>(r.s.n) : 0.0, r.s.p50_ms / 1000, r.s.p95_ms / 1000,
+                    r.tasks_per_min, r.decode_tok_s, r.prefill_computed, r.prefill_avoided, r.hidden_pct, p50r, tpmr);
+    }
+    std::printf("p50 ratio: sequential p50 / this mode's p50 (higher is faster); tpm ratio: tasks/min over sequential's\n");
+    return 0;
+}
+
+}  // namespace
+
+cli::command_spec make_bench_agents_command() {
+    cli::command_spec c;
+    c.name = "bench agents";
+    c.summary = "time to verified answer per serving mode (sequential, conventional, tachyon) on the same incidents";
+    c.positionals = {{"AGENT.json", "agent definition file (its tools read {incident_dir})"}};
+    c.options = {
+        {"seeds", 0, cli::option_kind::value, "A-B", "", "seed range, inclusive", true},
+        {"concurrency", 'c', cli::option_kind::value, "C", "1", "runs in flight at once"},
+        {"tool-latency", 0, cli::option_kind::value, "SPEC", "lognormal:100:400", "network latency per tool call: none or lognormal:MEDIAN_MS:P95_MS"},
+        {"modes", 0, cli::option_kind::value, "WHICH", "all", "all, sequential, conventional, tachyon or ablation"},
+        {"threads", 't', cli::option_kind::value, "N", "1", "inference threads"},
+        {"world", 0, cli::option_kind::value, "PATH", "", "the incident-world program"},
+        {"journal-dir", 0, cli::option_kind::value, "DIR", "runs", "where run journals are written"},
+        {"json", 0, cli::option_kind::flag, "", "", "print one JSON object"},
+    };
+    c.run = bench_agents;
+    return c;
+}
+
+}  // namespace tachyon
