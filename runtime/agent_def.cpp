@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "runtime/json_util.h"
+#include "runtime/schema_pattern.h"
 
 namespace tachyon {
 namespace {
@@ -271,7 +272,7 @@ result<agent_definition> parse_agent_definition(std::string_view json_text, cons
                 tool.name = std::string(t.get_string().value());
             } else {
                 TACHYON_TRY(r.object(t, p));
-                TACHYON_TRY(r.keys(t, p, {"name", "settings", "timeout_ms"}));
+                TACHYON_TRY(r.keys(t, p, {"name", "settings", "timeout_ms", "grounding"}));
                 auto n = r.require(t, p, "name");
                 if (!n) return n.err();
                 auto ns = r.string(*n, p + ".name");
@@ -287,6 +288,16 @@ result<agent_definition> parse_agent_definition(std::string_view json_text, cons
                     auto x = r.integer(f, p + ".timeout_ms", 1, 3600000);
                     if (!x) return x.err();
                     tool.timeout_ms = *x;
+                }
+                if (!t["grounding"].get(f)) {
+                    TACHYON_TRY(r.object(f, p + ".grounding"));
+                    for (auto field : f.get_object()) {
+                        const std::string kp = p + ".grounding." + std::string(field.key);
+                        auto pattern = r.string(field.value, kp);
+                        if (!pattern) return pattern.err();
+                        if (auto compiled = schema_pattern::compile(*pattern); !compiled) return r.fail(kp, compiled.err().message);
+                        tool.grounding[std::string(field.key)] = *pattern;
+                    }
                 }
             }
             if (!known(tool.name)) return r.fail(p + ".name", "unknown tool '" + tool.name + "' (built-in tools: " + known_list() + ")");

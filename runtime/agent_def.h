@@ -22,6 +22,10 @@ struct agent_tool {
     std::string name;                           // a built-in tool name
     std::map<std::string, std::string> settings;  // values as given (strings; {placeholders} allowed)
     std::optional<int64_t> timeout_ms;          // overrides budgets.tool_timeout_ms
+    // Grounded argument → pattern its values must match (runtime/schema_pattern.h
+    // subset). Narrows the values seen in the run to the right kind (trace ids,
+    // line ids) without changing the schema the model reads.
+    std::map<std::string, std::string> grounding;
 };
 
 struct agent_budgets {

@@ -19,6 +19,7 @@
 #include "runtime/json_grammar.h"
 #include "runtime/journal.h"
 #include "runtime/json_schema.h"
+#include "runtime/schema_pattern.h"
 #include "runtime/json_util.h"
 #include "runtime/tool_call_parser.h"
 #include "runtime/tool_catalog.h"
@@ -78,6 +79,7 @@ private:
     status setup();
     asio::awaitable<request_stats> generate(std::vector<int32_t> append, int max_tokens, run_turn& turn);
     result<std::shared_ptr<turn_constraint>> make_constraint();
+    grounded_values grounding() const;
     void on_token(int32_t token, run_turn& turn);
     void handle_events();
     std::shared_ptr<call_slot> make_call(int step, int index, const std::string& name, const std::string& arguments, bool early);
@@ -314,10 +316,8 @@ void runner::handle_events() {
                     turn_errors_.emplace_back(ev.index, "unknown tool '" + ev.name + "' (available: " + known + ")");
                     break;
                 }
-                std::set<std::string>* g = req_.switches.grounding ? &grounded_ : nullptr;
-                grounded_values gv;
-                if (g) gv.all.assign(g->begin(), g->end());
-                auto valid = it->second.second->validate(ev.arguments_json, g ? &gv : nullptr);
+                const grounded_values gv = grounding();
+                auto valid = it->second.second->validate(ev.arguments_json, req_.switches.grounding ? &gv : nullptr);
                 if (!valid) {
                     turn_errors_.emplace_back(ev.index, valid.err().message);
                     break;
@@ -345,14 +345,42 @@ void runner::on_token(int32_t token, run_turn& turn) {
     handle_events();
 }
 
+// The values grounded fields may take now: every identifier seen in the run,
+// narrowed per field by a pattern where the agent gives one (tool
+// "grounding") or the answer schema does ("pattern" on an x-grounded field).
+grounded_values runner::grounding() const {
+    grounded_values g;
+    g.all.assign(grounded_.begin(), grounded_.end());
+    auto narrow = [&](const std::string& path, const schema_pattern& pattern) {
+        auto& list = g.by_path[path];
+        for (const auto& v : grounded_)
+            if (pattern.search(v)) list.push_back(v);
+    };
+    for (const auto& t : agent_->tools) {
+        for (const auto& [path, source] : t.grounding) {
+            if (auto p = schema_pattern::compile(source)) narrow(path, *p);
+        }
+    }
+    if (output_schema_) {
+        const schema_node& root = output_schema_->root();
+        for (const auto& [name, index] : root.properties) {
+            const schema_node& n = output_schema_->node(index);
+            if (n.grounded && n.pattern) narrow(name, *n.pattern);
+            if (n.items >= 0) {
+                const schema_node& item = output_schema_->node(n.items);
+                if (item.grounded && item.pattern) narrow(name + "[]", *item.pattern);
+            }
+        }
+    }
+    return g;
+}
+
 // The grammar of this turn: the tools' argument schemas and the answer
 // schema, with grounded values restricted to what the run has seen so far.
 result<std::shared_ptr<turn_constraint>> runner::make_constraint() {
     std::vector<grammar_tool> tools;
     for (const auto& t : tools_) tools.push_back({std::string(t->name()), tool_by_name_.at(std::string(t->name())).second});
-    grounded_values g;
-    if (req_.switches.grounding) g.all.assign(grounded_.begin(), grounded_.end());
-    auto grammar = json_grammar::build(std::move(tools), output_schema_, g);
+    auto grammar = json_grammar::build(std::move(tools), output_schema_, req_.switches.grounding ? grounding() : grounded_values{});
     if (!grammar) return grammar.err();
     return std::make_shared<turn_constraint>(env_.host->index(), std::move(grammar).value());
 }
@@ -677,6 +705,7 @@ asio::awaitable<run_outcome> runner::run() {
                 }
                 problem = message;
             }
+            collect_identifiers(problem, grounded_);  // the feedback is text the model reads: it may cite what it names
             if (out.verify_attempts > a.max_verify_retries || (problem.rfind("final answer", 0) == 0 && step >= a.budgets.max_steps)) {
                 out.time_to_answer_ms = now_ms();
                 finish(out, "failed", "the answer did not pass verification: " + problem);

@@ -12,8 +12,17 @@ token_index::token_index(const tokenizer& tok) {
     for (size_t i = 0; i < n; ++i) {
         const auto id = static_cast<token_id>(i);
         if (tok.is_eog(id)) eog_.push_back(id);
-        if (tok.is_control(id)) continue;  // renders empty: never part of constrained text
-        pieces_[i] = tok.token_to_piece(id);
+        if (tok.is_control(id)) {
+            // Control tokens render empty and take no part in constrained
+            // text, except the tool-call markers themselves: models such as
+            // Qwen2.5 and the shipped one have them as single control tokens,
+            // and the constraint must see the trigger and emit the end marker.
+            const std::string& text = tok.token_text(id);
+            if (text != "<tool_call>" && text != "</tool_call>") continue;
+            pieces_[i] = text;
+        } else {
+            pieces_[i] = tok.token_to_piece(id);
+        }
         const std::string& p = pieces_[i];
         if (p.empty()) continue;
         max_piece_ = std::max(max_piece_, p.size());

@@ -41,7 +41,8 @@ TEST_CASE("a complete agent file loads with every field") {
         "name": "analyst", "description": "finds root causes",
         "instructions_file": "prompt.txt", "model": "model.gguf", "chat_format": "chatml",
         "sampling": {"temperature": 0.5, "top_k": 20, "top_p": 0.9, "seed": 7},
-        "tools": ["list_services", {"name": "search_logs", "settings": {"root": "{incident_dir}"}, "timeout_ms": 500}],
+        "tools": ["list_services", {"name": "search_logs", "settings": {"root": "{incident_dir}"}, "timeout_ms": 500,
+                                    "grounding": {"service": "^[a-z-]+$"}}],
         "budgets": {"max_steps": 6, "max_tokens": 900, "deadline_ms": 30000, "tool_timeout_ms": 2000},
         "verify": {"checks": [{"tool": "verify_root_cause", "arguments": {"service": "$.service", "fault_type": "oom_kill"},
                                "settings": {"root": "{incident_dir}"}}], "max_verify_retries": 3},
@@ -57,6 +58,7 @@ TEST_CASE("a complete agent file loads with every field") {
     REQUIRE(r->tools.size() == 2);
     CHECK(r->tools[1].settings.at("root") == "{incident_dir}");
     CHECK(*r->tools[1].timeout_ms == 500);
+    CHECK(r->tools[1].grounding.at("service") == "^[a-z-]+$");
     CHECK(r->budgets.max_steps == 6);
     CHECK(r->max_verify_retries == 3);
     REQUIRE(r->verify.size() == 1);
@@ -88,7 +90,9 @@ TEST_CASE("each kind of mistake is named with the file, the key path and what wa
     CHECK(error_of(d, R"({"name": "a", "model": "model.gguf", "instructions": "x", "tools": ["shell", "shell"]})") ==
           f + "tools[1].name: tool 'shell' is listed twice");
     CHECK(error_of(d, R"({"name": "a", "model": "model.gguf", "instructions": "x", "tools": [{"name": "shell", "timeout": 5}]})") ==
-          f + "tools[0].timeout: unknown key (expected one of: name, settings, timeout_ms)");
+          f + "tools[0].timeout: unknown key (expected one of: name, settings, timeout_ms, grounding)");
+    CHECK(error_of(d, R"js({"name": "a", "model": "model.gguf", "instructions": "x", "tools": [{"name": "get_trace", "grounding": {"trace_id": "(a|b)"}}]})js")
+              .find(f + "tools[0].grounding.trace_id: ") == 0);
     CHECK(error_of(d, R"({"name": "a", "model": "missing.gguf", "instructions": "x"})")
               .find(f + "model: model file " + (d.path / "missing.gguf").string() + " does not exist") == 0);
     CHECK(error_of(d, R"({"name": "a", "model": "model.gguf"})") == f + "instructions: give exactly one of instructions or instructions_file");

@@ -157,12 +157,19 @@ TEST_CASE("verification retries are bounded") {
 }
 
 TEST_CASE("unknown tools, bad arguments and malformed calls become errors the model reads") {
+    // With constrained decoding (the default) the model cannot write these;
+    // without it, or from a model that bypasses the mask, they are fed back.
     harness h;
+    run_switches free;
+    free.constrain = false;
     auto out = h.run({call("delete_database", "{}") + "\n" + call("search_logs", R"({"limit": 500})") +
                           "\n<tool_call>\n{\"name\": \"search_logs\", \"arguments\": {oops}\n</tool_call>",
-                      k_answer_ok});
+                      k_answer_ok},
+                     free);
     CHECK(out.verified);
     CHECK(out.calls.size() == 1);  // only the verify call ran; the three bad calls never reached a tool
+    CHECK(out.n_tool_calls == 3);
+    CHECK(out.n_bad_calls == 3);
     CHECK(out.steps == 2);
 }
 
@@ -250,6 +257,18 @@ TEST_CASE("without kv_retain every turn prefills the whole conversation") {
     REQUIRE(out.turns.size() == 2);
     CHECK(out.turns[1].reused_tokens == 0);
     CHECK(out.turns[1].prefill_tokens > out.turns[0].prefill_tokens);
+}
+
+TEST_CASE("constrained decoding keeps a model from calling unknown tools or inventing identifiers") {
+    harness h;
+    // The script tries an unknown tool and an id never seen in the run; the
+    // mask turns both into valid, grounded calls (the scripted model then
+    // drifts off its script, which is the point).
+    auto out = h.run({call("delete_database", "{}"), k_answer_ok});
+    CHECK(out.n_bad_calls == 0);
+    for (const auto& c : out.calls) {
+        CHECK(c.name != "delete_database");
+    }
 }
 
 TEST_CASE("a missing input for a placeholder is a clear error") {
