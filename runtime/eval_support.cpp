@@ -195,11 +195,11 @@ std::vector<eval_case> run_cases(agent_service& service, const std::shared_ptr<c
             service.start(std::move(req), nullptr, nullptr, [&, i](run_outcome out) {
                 score_case(cases[i], std::move(out));
                 if (on_case) on_case(cases[i]);
-                {
-                    std::lock_guard lock(mutex);
-                    if (++finished == cases.size()) all_done.notify_all();
-                }
+                // Start the next case before counting this one: once the count
+                // is complete the caller returns and these locals are gone.
                 launch();
+                std::lock_guard lock(mutex);
+                if (++finished == cases.size()) all_done.notify_all();
             });
             return;
         }
