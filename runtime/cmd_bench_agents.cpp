@@ -83,41 +83,33 @@ int bench_agents(const cli::parsed_args& args) {
         std::cerr << "tachyon bench agents: " << m << "\n";
         return 1;
     };
-    auto seeds = parse_seed_range(*args.get("seeds"));
-    if (!seeds) return fail(seeds.err().message);
-    auto world = find_incident_world(args.get_or("world", ""));
-    if (!world) return fail(world.err().message);
-    auto agent = load_agent_file(*args.positional(0), builtin_tool_names());
-    if (!agent) return fail(agent.err().message);
-    auto concurrency = args.get_int("concurrency");
-    if (!concurrency || *concurrency < 1 || *concurrency > 256) return fail("--concurrency must be in [1, 256]");
+    auto setup = parse_eval_setup(args);
+    if (!setup) return fail(setup.err().message);
+    const int64_t concurrency = setup->concurrency;
     auto latency = parse_latency(*args.get("tool-latency"));
     if (!latency) return fail(latency.err().message);
     const std::string which = *args.get("modes");
     if (which != "all" && which != "sequential" && which != "conventional" && which != "tachyon" && which != "ablation")
         return fail("--modes must be all, sequential, conventional, tachyon or ablation");
-    auto threads = args.get_int("threads");
-    if (!threads || *threads < 1) return fail("--threads must be a positive integer");
-
-    auto shared_agent = std::make_shared<const agent_definition>(std::move(agent).value());
+    const auto& shared_agent = setup->agent;
     auto workspace = make_eval_workspace();
     if (!workspace) return fail(workspace.err().message);
-    auto inputs = prepare_incidents(*world, *workspace, seeds->first, seeds->second);
+    auto inputs = prepare_incidents(setup->world, *workspace, setup->first_seed, setup->last_seed);
     const bool json_out = args.flag("json");
 
     std::vector<mode_result> results;
     for (const mode& m : modes_for(which)) {
         service_options so;
-        so.engine.n_threads = static_cast<int>(*threads);
-        so.engine.n_ctx = static_cast<int>(std::max<int64_t>(16384, *concurrency * 6144));
+        so.engine.n_threads = setup->threads;
+        so.engine.n_ctx = static_cast<int>(std::max<int64_t>(16384, concurrency * 6144));
         so.engine.max_active = m.max_active;
-        so.n_tool_threads = std::max<int>(4, static_cast<int>(*concurrency) * 2);
+        so.n_tool_threads = std::max<int>(4, static_cast<int>(concurrency) * 2);
         agent_service service(so);
         eval_run_options o;
         o.switches = m.switches;
         o.latency = *latency;
         o.latency.seed = 12345;  // the same latencies for every mode
-        o.concurrency = static_cast<int>(*concurrency);
+        o.concurrency = static_cast<int>(concurrency);
         o.journal_dir = args.get_or("journal-dir", "runs");
         if (!json_out) std::fprintf(stderr, "mode %s ...\n", m.name.c_str());
         double wall_ms = 0;
@@ -147,7 +139,7 @@ int bench_agents(const cli::parsed_args& args) {
     if (json_out) {
         std::ostringstream os;
         os << "{\"agent\": " << json::quote(shared_agent->name) << ", \"seeds\": " << json::quote(*args.get("seeds"))
-           << ", \"concurrency\": " << *concurrency << ", \"tool_latency\": " << json::quote(*args.get("tool-latency")) << ", \"modes\": [";
+           << ", \"concurrency\": " << concurrency << ", \"tool_latency\": " << json::quote(*args.get("tool-latency")) << ", \"modes\": [";
         for (size_t i = 0; i < results.size(); ++i) {
             const auto& r = results[i];
             os << (i ? ", " : "") << "{\"mode\": " << json::quote(r.name) << ", \"cases\": " << r.s.n << ", \"success\": " << r.s.n_success

@@ -19,32 +19,23 @@ int eval_command(const cli::parsed_args& args) {
         std::cerr << "tachyon eval: " << m << "\n";
         return 1;
     };
-    auto seeds = parse_seed_range(*args.get("seeds"));
-    if (!seeds) return fail(seeds.err().message);
-    auto world = find_incident_world(args.get_or("world", ""));
-    if (!world) return fail(world.err().message);
-    auto agent = load_agent_file(*args.positional(0), builtin_tool_names());
-    if (!agent) return fail(agent.err().message);
-    auto concurrency = args.get_int("concurrency");
-    if (!concurrency || *concurrency < 1 || *concurrency > 256) return fail("--concurrency must be in [1, 256]");
-    auto threads = args.get_int("threads");
-    if (!threads || *threads < 1) return fail("--threads must be a positive integer");
-
+    auto setup = parse_eval_setup(args);
+    if (!setup) return fail(setup.err().message);
     eval_run_options o;
     o.switches.grounding = !args.flag("no-grounding");
     o.switches.constrain = !args.flag("no-constrain");
-    o.concurrency = static_cast<int>(*concurrency);
+    o.concurrency = setup->concurrency;
     o.journal_dir = args.get_or("journal-dir", "runs");
     service_options so;
-    so.engine.n_threads = static_cast<int>(*threads);
-    so.engine.n_ctx = static_cast<int>(std::max<int64_t>(16384, *concurrency * 6144));
+    so.engine.n_threads = setup->threads;
+    so.engine.n_ctx = std::max(16384, setup->concurrency * 6144);
     agent_service service(so);
-    auto shared_agent = std::make_shared<const agent_definition>(std::move(agent).value());
+    const auto& shared_agent = setup->agent;
 
     auto workspace = make_eval_workspace();
     if (!workspace) return fail(workspace.err().message);
     const bool quiet = args.flag("json");
-    auto inputs = prepare_incidents(*world, *workspace, seeds->first, seeds->second);
+    auto inputs = prepare_incidents(setup->world, *workspace, setup->first_seed, setup->last_seed);
     double wall_ms = 0;
     auto cases = run_cases(service, shared_agent, inputs, o,
                            [quiet](const eval_case& c) {

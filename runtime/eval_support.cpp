@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "runtime/json_util.h"
+#include "runtime/tool_catalog.h"
 
 extern char** environ;
 
@@ -143,6 +144,27 @@ void score_case(eval_case& c, run_outcome out) {
         }
     }
     c.success = c.outcome.verified && c.service_ok && c.fault_ok;
+}
+
+result<eval_setup> parse_eval_setup(const cli::parsed_args& args) {
+    eval_setup s;
+    auto seeds = parse_seed_range(*args.get("seeds"));
+    if (!seeds) return seeds.err();
+    s.first_seed = seeds->first;
+    s.last_seed = seeds->second;
+    auto world = find_incident_world(args.get_or("world", ""));
+    if (!world) return world.err();
+    s.world = *world;
+    auto agent = load_agent_file(*args.positional(0), builtin_tool_names());
+    if (!agent) return agent.err();
+    s.agent = std::make_shared<const agent_definition>(std::move(agent).value());
+    auto concurrency = args.get_int("concurrency");
+    if (!concurrency || *concurrency < 1 || *concurrency > 256) return make_error(errc::invalid_argument, "--concurrency must be in [1, 256]");
+    s.concurrency = static_cast<int>(*concurrency);
+    auto threads = args.get_int("threads");
+    if (!threads || *threads < 1 || *threads > 256) return make_error(errc::invalid_argument, "--threads must be in [1, 256]");
+    s.threads = static_cast<int>(*threads);
+    return s;
 }
 
 std::vector<eval_input> prepare_incidents(const std::string& world, const std::filesystem::path& workspace, uint64_t first, uint64_t last) {

@@ -11,6 +11,7 @@
 #include "inference/base/result.h"
 #include "runtime/agent_run.h"
 #include "runtime/agent_service.h"
+#include "runtime/cli.h"
 
 namespace tachyon {
 
@@ -49,6 +50,17 @@ struct eval_case {
 };
 
 void score_case(eval_case& c, run_outcome out);
+
+// What eval and bench agents both read from their command line: --seeds,
+// --world, the agent file, --concurrency and --threads.
+struct eval_setup {
+    uint64_t first_seed = 0, last_seed = 0;
+    std::string world;
+    std::shared_ptr<const agent_definition> agent;
+    int concurrency = 1;
+    int threads = 1;
+};
+result<eval_setup> parse_eval_setup(const cli::parsed_args& args);
 
 struct eval_input {
     uint64_t seed = 0;

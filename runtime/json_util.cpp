@@ -40,6 +40,18 @@ size_t utf8_sequence_length(std::string_view text, size_t i) {
 }
 
 
+// Appends the character at text[i] (U+FFFD when its bytes are not valid
+// UTF-8); returns the index after it.
+size_t append_utf8_char(std::string& out, std::string_view text, size_t i) {
+    const size_t n = utf8_sequence_length(text, i);
+    if (n == 0) {
+        out.append(replacement);
+        return i + 1;
+    }
+    out.append(text.substr(i, n));
+    return i + n;
+}
+
 void write_spaced(std::string& out, simdjson::dom::element e) {
     using simdjson::dom::element_type;
     switch (e.type()) {
@@ -81,14 +93,7 @@ void append_quoted(std::string& out, std::string_view text) {
     while (i < text.size()) {
         const auto c = static_cast<unsigned char>(text[i]);
         if (c >= 0x80) {
-            const size_t n = utf8_sequence_length(text, i);
-            if (n == 0) {
-                out.append(replacement);
-                ++i;
-            } else {
-                out.append(text.substr(i, n));
-                i += n;
-            }
+            i = append_utf8_char(out, text, i);
             continue;
         }
         switch (c) {
@@ -127,17 +132,7 @@ void append_ms(std::string& out, double value) {
 std::string sanitize_utf8(std::string_view text) {
     std::string out;
     out.reserve(text.size());
-    size_t i = 0;
-    while (i < text.size()) {
-        const size_t n = utf8_sequence_length(text, i);
-        if (n == 0) {
-            out.append(replacement);
-            ++i;
-        } else {
-            out.append(text.substr(i, n));
-            i += n;
-        }
-    }
+    for (size_t i = 0; i < text.size();) i = append_utf8_char(out, text, i);
     return out;
 }
 
