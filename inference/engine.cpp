@@ -4,7 +4,7 @@
 #include <chrono>
 #include <future>
 
-#include "inference/base/log.h"
+#include "base/log.h"
 #include "inference/kernels.h"
 
 namespace tachyon {

@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "inference/kv_cache.h"
 #include "inference/model.h"
 #include "inference/sampler.h"

@@ -18,7 +18,7 @@
 #include <variant>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "inference/tensor_type.h"
 
 namespace tachyon {

@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "inference/base/assert.h"
+#include "base/assert.h"
 #include "inference/fp16.h"
 #include "inference/kernels_internal.h"
 #include "inference/quant.h"

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 
 namespace tachyon {
 

@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 
 namespace tachyon {
 

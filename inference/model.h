@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "inference/gguf.h"
 #include "inference/kv_cache.h"
 #include "inference/ops.h"

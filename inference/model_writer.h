@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "inference/tensor_type.h"
 
 namespace tachyon {

@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "inference/base/assert.h"
+#include "base/assert.h"
 
 #define TACHYON_AVX2 __attribute__((target("avx2,fma,f16c")))
 

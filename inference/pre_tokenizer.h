@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 
 namespace tachyon {
 

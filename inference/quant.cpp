@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "inference/base/assert.h"
+#include "base/assert.h"
 #include "inference/fp16.h"
 
 namespace tachyon {

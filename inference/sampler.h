@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 
 namespace tachyon {
 

@@ -1,6 +1,6 @@
 #include "inference/tensor_type.h"
 
-#include "inference/base/assert.h"
+#include "base/assert.h"
 
 namespace tachyon {
 namespace {

@@ -18,7 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "inference/pre_tokenizer.h"
 #include "inference/vocab.h"
 

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 
 namespace tachyon {
 

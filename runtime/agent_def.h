@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "inference/sampler.h"
 
 namespace tachyon {

@@ -13,7 +13,7 @@
 #include <random>
 #include <set>
 
-#include "inference/base/log.h"
+#include "base/log.h"
 #include "runtime/async_flag.h"
 #include "runtime/constraint.h"
 #include "runtime/json_grammar.h"

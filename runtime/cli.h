@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 
 namespace tachyon::cli {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "runtime/agent_run.h"
 #include "runtime/agent_service.h"
 #include "runtime/cli.h"

@@ -20,7 +20,7 @@
 #include <variant>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 
 namespace tachyon::journal {
 

@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "runtime/json_schema.h"
 
 namespace tachyon {

@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "runtime/schema_pattern.h"
 
 namespace tachyon {

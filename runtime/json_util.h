@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 
 namespace tachyon::json {
 

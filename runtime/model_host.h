@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "inference/chat_template.h"
 #include "inference/engine.h"
 #include "inference/tokenizer.h"

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 
 namespace tachyon {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "inference/base/assert.h"
+#include "base/assert.h"
 
 namespace tachyon {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "tools/tool.h"
 
 namespace tachyon::tools {

@@ -5,7 +5,7 @@
 
 #include <optional>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "tools/http_get.h"
 #include "tools/read_file.h"
 #include "tools/shell.h"

@@ -43,11 +43,11 @@ std::string lower(std::string_view s) {
 
 result<parsed_url> parse_url(std::string_view url) {
     const size_t colon = url.find("://");
-    if (colon == std::string_view::npos) return fail(errc::invalid_argument, "'" + std::string(url) + "' is not an http:// URL");
+    if (colon == std::string_view::npos) return fail(errc::invalid_argument, std::string("'").append(url) + "' is not an http:// URL");
     const std::string scheme = lower(url.substr(0, colon));
     if (scheme == "https")
-        return fail(errc::unsupported, "'" + std::string(url) + "': https is not supported (no TLS); use http:// on loopback or an allowed host");
-    if (scheme != "http") return fail(errc::unsupported, "'" + std::string(url) + "': only http:// URLs are supported");
+        return fail(errc::unsupported, std::string("'").append(url) + "': https is not supported (no TLS); use http:// on loopback or an allowed host");
+    if (scheme != "http") return fail(errc::unsupported, std::string("'").append(url) + "': only http:// URLs are supported");
     std::string_view rest = url.substr(colon + 3);
     const size_t slash = rest.find_first_of("/?#");
     std::string_view authority = rest.substr(0, slash);
@@ -58,26 +58,26 @@ result<parsed_url> parse_url(std::string_view url) {
         out.target = target.empty() || target[0] != '/' ? "/" + std::string(target) : std::string(target);
     }
     if (authority.find('@') != std::string_view::npos)
-        return fail(errc::invalid_argument, "'" + std::string(url) + "': credentials in URLs are not supported");
+        return fail(errc::invalid_argument, std::string("'").append(url) + "': credentials in URLs are not supported");
     if (!authority.empty() && authority[0] == '[') {
         const size_t close = authority.find(']');
-        if (close == std::string_view::npos) return fail(errc::invalid_argument, "'" + std::string(url) + "': bad IPv6 host");
+        if (close == std::string_view::npos) return fail(errc::invalid_argument, std::string("'").append(url) + "': bad IPv6 host");
         out.host = std::string(authority.substr(1, close - 1));
         authority = authority.substr(close + 1);
         if (!authority.empty() && authority[0] == ':') out.port = std::string(authority.substr(1));
-        else if (!authority.empty()) return fail(errc::invalid_argument, "'" + std::string(url) + "': bad host");
+        else if (!authority.empty()) return fail(errc::invalid_argument, std::string("'").append(url) + "': bad host");
     } else {
         const size_t port_colon = authority.rfind(':');
         out.host = std::string(authority.substr(0, port_colon));
         if (port_colon != std::string_view::npos) out.port = std::string(authority.substr(port_colon + 1));
     }
-    if (out.host.empty()) return fail(errc::invalid_argument, "'" + std::string(url) + "' has no host");
+    if (out.host.empty()) return fail(errc::invalid_argument, std::string("'").append(url) + "' has no host");
     if (out.port.empty() || out.port.size() > 5 || !std::all_of(out.port.begin(), out.port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
         std::stoi(out.port) == 0 || std::stoi(out.port) > 65535)
-        return fail(errc::invalid_argument, "'" + std::string(url) + "': port must be a number from 1 to 65535");
+        return fail(errc::invalid_argument, std::string("'").append(url) + "': port must be a number from 1 to 65535");
     for (char c : out.target)
         if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7F)
-            return fail(errc::invalid_argument, "'" + std::string(url) + "': spaces and control characters must be percent-encoded");
+            return fail(errc::invalid_argument, std::string("'").append(url) + "': spaces and control characters must be percent-encoded");
     out.host = lower(out.host);
     return out;
 }
@@ -119,7 +119,7 @@ public:
         try {
             return fetch(std::string(url), *parsed, ctx);
         } catch (const std::exception& e) {  // Beast/Asio throw only on resource failures; keep them in this call
-            return fail(errc::internal, "'" + std::string(url) + "': " + e.what());
+            return fail(errc::internal, std::string("'").append(url) + "': " + e.what());
         }
     }
 

@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "tools/log_parse.h"
 #include "tools/tool.h"
 

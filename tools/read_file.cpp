@@ -78,22 +78,22 @@ public:
         const fs::path requested(path_arg);
         const fs::path joined = requested.is_absolute() ? requested : roots_[0] / requested;
         auto resolved = real_path(joined);
-        if (!resolved.ok()) return fail(errc::not_found, "'" + std::string(path_arg) + "': " + resolved.err().message);
+        if (!resolved.ok()) return fail(errc::not_found, std::string("'").append(path_arg) + "': " + resolved.err().message);
         bool allowed = false;
         for (const auto& root : roots_) allowed = allowed || is_inside(*resolved, root);
         if (!allowed)
-            return fail(errc::invalid_argument, "'" + std::string(path_arg) + "' is outside the allowed directories (" +
+            return fail(errc::invalid_argument, std::string("'").append(path_arg) + "' is outside the allowed directories (" +
                                                     roots_text_ + ")");
 
         // O_NOFOLLOW: the resolved path has no symlink left as its last part;
         // one put there since (a race) is refused rather than followed.
         // O_NONBLOCK: opening a FIFO must not hang; it is refused below.
         const int fd = ::open(resolved->c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0) return fail(errc::io_error, "'" + std::string(path_arg) + "': " + std::strerror(errno));
+        if (fd < 0) return fail(errc::io_error, std::string("'").append(path_arg) + "': " + std::strerror(errno));
         struct stat st {};
         if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
             ::close(fd);
-            return fail(errc::invalid_argument, "'" + std::string(path_arg) + "' is not a regular file");
+            return fail(errc::invalid_argument, std::string("'").append(path_arg) + "' is not a regular file");
         }
         const auto size = static_cast<int64_t>(st.st_size);
         if (offset > size) {
@@ -113,7 +113,7 @@ public:
             if (n < 0 && errno == EINTR) continue;
             if (n < 0) {
                 ::close(fd);
-                return fail(errc::io_error, "'" + std::string(path_arg) + "': " + std::strerror(errno));
+                return fail(errc::io_error, std::string("'").append(path_arg) + "': " + std::strerror(errno));
             }
             if (n == 0) break;  // the file shrank meanwhile
             n_read += static_cast<size_t>(n);

@@ -11,7 +11,7 @@
 #include <memory>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "tools/tool.h"
 
 namespace tachyon::tools {

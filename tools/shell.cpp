@@ -146,8 +146,8 @@ public:
         if (!ran.ok()) return ran.err();
         // A killed program is an error (the model must not read its partial
         // output as an answer); the message still carries that output.
-        if (ran->timed_out) return fail(errc::timeout, "'" + std::string(program) + "' " + describe(*ran, timeout_ms));
-        if (ran->cancelled) return fail(errc::cancelled, "'" + std::string(program) + "' " + describe(*ran, timeout_ms));
+        if (ran->timed_out) return fail(errc::timeout, std::string("'").append(program) + "' " + describe(*ran, timeout_ms));
+        if (ran->cancelled) return fail(errc::cancelled, std::string("'").append(program) + "' " + describe(*ran, timeout_ms));
         return describe(*ran, timeout_ms);
     }
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "tools/tool.h"
 
 namespace tachyon::tools {

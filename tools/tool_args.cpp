@@ -79,7 +79,7 @@ result<std::optional<std::string>> tool_args::string(std::string_view key) const
     auto it = values_.find(key);
     if (it == values_.end() || it->second.type == value::kind::null) return std::optional<std::string>{};
     if (it->second.type != value::kind::string)
-        return fail("'" + std::string(key) + "' must be a string; got " + std::string(kind_name(it->second.type)) +
+        return fail(std::string("'").append(key) + "' must be a string; got " + std::string(kind_name(it->second.type)) +
                     " " + shorten(it->second.text));
     return std::optional<std::string>{it->second.text};
 }
@@ -101,10 +101,10 @@ result<std::optional<std::int64_t>> tool_args::integer(std::string_view key, std
     if (it == values_.end() || it->second.type == value::kind::null) return std::optional<std::int64_t>{};
     std::string range = "an integer from " + std::to_string(min) + " to " + std::to_string(max);
     if (it->second.type != value::kind::integer)
-        return fail("'" + std::string(key) + "' must be " + range + "; got " + std::string(kind_name(it->second.type)) +
+        return fail(std::string("'").append(key) + "' must be " + range + "; got " + std::string(kind_name(it->second.type)) +
                     " " + (it->second.type == value::kind::string ? "\"" + shorten(it->second.text) + "\"" : shorten(it->second.text)));
     if (it->second.integer < min || it->second.integer > max)
-        return fail("'" + std::string(key) + "' must be " + range + "; got " + std::to_string(it->second.integer));
+        return fail(std::string("'").append(key) + "' must be " + range + "; got " + std::to_string(it->second.integer));
     return std::optional<std::int64_t>{it->second.integer};
 }
 
@@ -112,7 +112,7 @@ result<std::optional<bool>> tool_args::boolean(std::string_view key) const {
     auto it = values_.find(key);
     if (it == values_.end() || it->second.type == value::kind::null) return std::optional<bool>{};
     if (it->second.type != value::kind::boolean)
-        return fail("'" + std::string(key) + "' must be true or false; got " + std::string(kind_name(it->second.type)));
+        return fail(std::string("'").append(key) + "' must be true or false; got " + std::string(kind_name(it->second.type)));
     return std::optional<bool>{it->second.boolean};
 }
 
@@ -121,10 +121,10 @@ result<std::vector<std::string>> tool_args::string_list(std::string_view key, st
     if (it == values_.end() || it->second.type == value::kind::null) return std::vector<std::string>{};
     const value& v = it->second;
     if (v.type != value::kind::array || !v.all_strings)
-        return fail("'" + std::string(key) + "' must be an array of strings; got " + std::string(kind_name(v.type)) + " " +
+        return fail(std::string("'").append(key) + "' must be an array of strings; got " + std::string(kind_name(v.type)) + " " +
                     (v.type == value::kind::string ? "\"" + shorten(v.text) + "\"" : shorten(v.text)));
     if (v.strings.size() > max_items)
-        return fail("'" + std::string(key) + "' may hold at most " + std::to_string(max_items) + " items; got " +
+        return fail(std::string("'").append(key) + "' may hold at most " + std::to_string(max_items) + " items; got " +
                     std::to_string(v.strings.size()));
     return v.strings;
 }

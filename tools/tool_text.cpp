@@ -31,7 +31,7 @@ result<std::int64_t> time_argument(const tool_args& args, std::string_view key, 
     if (!v->has_value()) return no_time;
     auto t = parse_time_argument(**v, store.first_time());
     if (!t)
-        return args.fail("'" + std::string(key) + "' must be a UTC time like 2026-03-14T14:05:00Z or 14:05; got '" +
+        return args.fail(std::string("'").append(key) + "' must be a UTC time like 2026-03-14T14:05:00Z or 14:05; got '" +
                          cut(**v, 40) + "'");
     return *t;
 }

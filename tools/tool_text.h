@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "tools/log_store.h"
 #include "tools/tool_args.h"
 

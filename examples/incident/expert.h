@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "examples/incident/transcript.h"
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "tools/tool.h"
 
 namespace incident {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "inference/base/assert.h"
+#include "base/assert.h"
 
 namespace incident {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "tools/tool.h"
 
 namespace incident {

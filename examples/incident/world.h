@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "examples/incident/clock.h"
-#include "inference/base/result.h"
+#include "base/result.h"
 
 namespace incident {
 

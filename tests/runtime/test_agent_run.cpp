@@ -62,7 +62,7 @@ struct harness {
         agent->instructions = "Find the root cause in {incident_dir}.";
         agent->chat_format = "chatml";
         for (const char* t : {"error_summary", "get_trace", "search_logs", "recent_changes"})
-            agent->tools.push_back({t, {{"root", "{incident_dir}"}}, std::nullopt});
+            agent->tools.push_back({t, {{"root", "{incident_dir}"}}, std::nullopt, {}});
         agent_verify_check check;
         check.tool = "verify_root_cause";
         check.arguments = {{"service", "$.root_cause_service"},
@@ -175,7 +175,7 @@ TEST_CASE("unknown tools, bad arguments and malformed calls become errors the mo
 
 TEST_CASE("calls of one turn run concurrently; with early dispatch off they start after the turn") {
     harness h;
-    h.agent->tools.push_back({"sleepy", {}, std::nullopt});
+    h.agent->tools.push_back({"sleepy", {}, std::nullopt, {}});
     std::vector<std::shared_ptr<tools::tool>> custom{std::make_shared<sleepy_tool>(200)};
     const std::string turn = call("sleepy", "{}") + "\n" + call("sleepy", "{}") + "\n" + call("sleepy", "{}");
     auto parallel = h.run({turn, k_answer_ok}, {}, custom);
@@ -196,7 +196,7 @@ TEST_CASE("calls of one turn run concurrently; with early dispatch off they star
 
 TEST_CASE("a tool that hangs is cut off at its timeout and the run goes on") {
     harness h;
-    h.agent->tools.push_back({"sleepy", {}, int64_t{50}});
+    h.agent->tools.push_back({"sleepy", {}, int64_t{50}, {}});
     std::vector<std::shared_ptr<tools::tool>> custom{std::make_shared<sleepy_tool>(5000)};
     auto out = h.run({call("sleepy", "{}"), k_answer_ok}, {}, custom);
     CHECK(out.verified);
@@ -215,7 +215,7 @@ TEST_CASE("budgets: max_steps and the deadline end the run with budget_exhausted
     CHECK(out.error.find("max_steps") != std::string::npos);
 
     harness h2;
-    h2.agent->tools.push_back({"sleepy", {}, std::nullopt});
+    h2.agent->tools.push_back({"sleepy", {}, std::nullopt, {}});
     h2.agent->budgets.deadline_ms = 100;
     std::vector<std::shared_ptr<tools::tool>> custom{std::make_shared<sleepy_tool>(3000)};
     auto late = h2.run({call("sleepy", "{}"), k_answer_ok}, {}, custom);
@@ -230,7 +230,7 @@ TEST_CASE("budgets: max_steps and the deadline end the run with budget_exhausted
 
 TEST_CASE("cancellation stops a run in a tool wait and closes the journal") {
     harness h;
-    h.agent->tools.push_back({"sleepy", {}, std::nullopt});
+    h.agent->tools.push_back({"sleepy", {}, std::nullopt, {}});
     std::vector<std::shared_ptr<tools::tool>> custom{std::make_shared<sleepy_tool>(5000)};
     auto cancel = std::make_shared<std::atomic<bool>>(false);
     std::thread canceller([cancel] {

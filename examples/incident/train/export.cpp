@@ -27,7 +27,7 @@
 
 #include <simdjson.h>
 
-#include "inference/base/result.h"
+#include "base/result.h"
 #include "inference/gguf.h"
 #include "inference/tensor_type.h"
 

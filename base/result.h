@@ -9,7 +9,7 @@
 #include <utility>
 #include <variant>
 
-#include "inference/base/assert.h"
+#include "base/assert.h"
 
 namespace tachyon {
 

@@ -1,4 +1,4 @@
-#include "inference/base/result.h"
+#include "base/result.h"
 
 #include <cstdio>
 #include <cstdlib>
