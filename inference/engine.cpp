@@ -58,6 +58,8 @@ engine::engine(std::unique_ptr<model> m, const engine_options& options)
       options_(options),
       ctx_(std::make_unique<kernel_context>(options.n_threads)),
       kv_(kv_config_for(*model_, options)) {
+    if (options.prefix_cache) prefix_ = std::make_unique<prefix_cache>(options.block_size);
+    counters_.n_kv_blocks = kv_.config().n_blocks;
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -81,6 +83,7 @@ engine::~engine() {
     }
     wake_.notify_all();
     thread_.join();
+    if (prefix_) prefix_->clear(kv_);
 }
 
 session_id engine::create_session() {
@@ -151,6 +154,67 @@ std::vector<int32_t> engine::session_tokens(session_id session) const {
 
 int engine::n_free_kv_blocks() const { return n_free_blocks_.load(std::memory_order_relaxed); }
 
+engine_counters engine::counters() const {
+    std::lock_guard lock(counters_mutex_);
+    return counters_;
+}
+
+void engine::clear_prefix_cache() {
+    {
+        std::lock_guard lock(mutex_);
+        clear_prefix_ = true;
+    }
+    wake_.notify_all();
+}
+
+void engine::attach_prefix(session_state& s, active& a) {
+    const int max_tokens = static_cast<int>(s.tokens.size()) - (a.req.max_tokens > 0 ? 1 : 0);  // keep one to compute logits from
+    std::vector<int> blocks = prefix_->match(s.tokens, max_tokens);
+    s.n_cached_blocks = static_cast<int>(blocks.size());
+    a.stats.n_cached = static_cast<int>(blocks.size()) * options_.block_size;
+    {
+        std::lock_guard lock(counters_mutex_);
+        ++counters_.n_cache_lookups;
+        counters_.n_cache_lookup_tokens += s.tokens.size();
+    }
+    if (blocks.empty()) return;
+    kv_.drop(s.seq);
+    s.seq = kv_.create_shared(blocks);
+}
+
+status engine::reserve_kv(session_state& s, int n_new) {
+    for (;;) {
+        auto st = kv_.reserve(s.seq, n_new);
+        if (st) return st;
+        const int want = (n_new + options_.block_size - 1) / options_.block_size + 1;
+        if (prefix_ && prefix_->evict(want, kv_) > 0) continue;
+        if (!evict_idle_session(s)) return st;
+    }
+}
+
+// Policy when the KV is full: the idle session used least recently gives up
+// its KV (its tokens stay, its full blocks stay in the prefix cache until
+// evicted in turn); its next request recomputes what is no longer cached.
+// A session with a request in flight is never evicted, so no run fails
+// while another's KV could be recomputed.
+bool engine::evict_idle_session(const session_state& keep) {
+    session_state* victim = nullptr;
+    {
+        std::lock_guard lock(mutex_);  // other threads add sessions
+        for (auto& [id, st] : sessions_) {
+            if (&st == &keep || st.busy || st.seq < 0 || kv_.n_tokens(st.seq) == 0) continue;
+            if (victim == nullptr || st.last_used < victim->last_used) victim = &st;
+        }
+    }
+    if (victim == nullptr) return false;
+    kv_.drop(victim->seq);
+    victim->seq = -1;
+    victim->n_cached_blocks = 0;
+    std::lock_guard lock(counters_mutex_);
+    ++counters_.n_evicted_sessions;
+    return true;
+}
+
 void engine::finish(active& a, finish_reason reason, std::string error) {
     if (a.done) return;
     a.done = true;
@@ -166,6 +230,15 @@ void engine::finish(active& a, finish_reason reason, std::string error) {
         a.stats.prefill_ms = ms_between(a.started, a.first_token);
         a.stats.decode_ms = ms_between(a.first_token, now);
     }
+    {
+        std::lock_guard lock(counters_mutex_);
+        ++counters_.n_requests;
+        counters_.n_appended += static_cast<uint64_t>(a.stats.n_appended);
+        counters_.n_prefilled += static_cast<uint64_t>(a.stats.n_prefilled);
+        counters_.n_cached += static_cast<uint64_t>(a.stats.n_cached);
+        counters_.n_generated += static_cast<uint64_t>(a.stats.n_generated);
+    }
+    n_free_blocks_.store(kv_.n_free_blocks(), std::memory_order_relaxed);  // what on_done's caller will read
     if (reason == finish_reason::error) TACHYON_LOG(warn, "engine: request " << a.id << " failed: " << a.stats.error);
     if (!a.req.on_done) return;
     if (deferring_) {
@@ -185,8 +258,11 @@ bool engine::admit() {
         session_state& s = it->second;
         if (n < static_cast<int>(s.tokens.size())) s.tokens.resize(static_cast<size_t>(n));
         if (s.seq >= 0 && n < kv_.n_tokens(s.seq)) kv_.truncate(s.seq, n);
+        s.n_cached_blocks = std::min(s.n_cached_blocks, n / options_.block_size);
     }
     truncates_.clear();
+    if (clear_prefix_ && prefix_) prefix_->clear(kv_);
+    clear_prefix_ = false;
     for (request_id id : cancels_) {
         for (auto& a : active_)
             if (a->id == id) finish(*a, finish_reason::cancelled);
@@ -223,6 +299,7 @@ bool engine::admit() {
             if (n_running >= options_.max_active) break;  // the rest wait their turn, in order
         }
         sit->second.busy = true;
+        sit->second.last_used = ++tick_;
         if (sit->second.seq < 0) sit->second.seq = kv_.create();
         auto a = std::make_unique<active>(it->first, std::move(it->second), &sit->second);
         a->stats.n_appended = static_cast<int>(a->req.append.size());
@@ -233,6 +310,7 @@ bool engine::admit() {
             finish(*a, finish_reason::error, "request holds a token id outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
         } else {
             sit->second.tokens.insert(sit->second.tokens.end(), a->req.append.begin(), a->req.append.end());
+            if (prefix_ && kv_.n_tokens(sit->second.seq) == 0) attach_prefix(sit->second, *a);
         }
         active_.push_back(std::move(a));
         it = queue_.erase(it);
@@ -242,6 +320,7 @@ bool engine::admit() {
         if (a->done && a->session != nullptr) a->session->busy = false;
     }
     active_.erase(std::remove_if(active_.begin(), active_.end(), [](const auto& a) { return a->done; }), active_.end());
+    n_queued_.store(static_cast<int>(queue_.size()), std::memory_order_relaxed);
     for (auto it = sessions_.begin(); it != sessions_.end();) {
         if (it->second.closing && !it->second.busy) {
             if (it->second.seq >= 0) kv_.drop(it->second.seq);
@@ -280,7 +359,7 @@ void engine::step() {
                 continue;
             }
             const int n = std::min(pending, budget);
-            if (auto st = kv_.reserve(s.seq, n); !st) {
+            if (auto st = reserve_kv(s, n); !st) {
                 finish(a, finish_reason::error, st.err().message);
                 continue;
             }
@@ -310,6 +389,14 @@ void engine::step() {
         const int computed = kv_.n_tokens(s.seq);
         kv_.commit(s.seq, n);
         if (a.in_prefill) a.stats.n_prefilled += n;
+        if (prefix_) {
+            const int n_full = kv_.n_tokens(s.seq) / options_.block_size;
+            if (n_full > s.n_cached_blocks) {
+                prefix_->insert(std::span<const int32_t>(s.tokens).first(static_cast<size_t>(n_full) * options_.block_size),
+                                kv_.block_table(s.seq).first(static_cast<size_t>(n_full)), kv_);
+                s.n_cached_blocks = n_full;
+            }
+        }
         const bool has_logits = computed + n == static_cast<int>(s.tokens.size()) && a.req.max_tokens > 0;
         if (!has_logits) continue;
         std::span<const float> logits(&logits_[row * n_vocab], static_cast<size_t>(n_vocab));
@@ -350,7 +437,7 @@ void engine::loop() {
             std::unique_lock lock(mutex_);
             wake_.wait(lock, [this] {
                 return stop_ || !queue_.empty() || !cancels_.empty() || !truncates_.empty() || !closes_.empty() ||
-                       !active_.empty();
+                       clear_prefix_ || !active_.empty();
             });
             deferring_ = true;
             bool go_on = admit();
@@ -359,8 +446,16 @@ void engine::loop() {
         }
         for (auto& cb : deferred_) cb();
         deferred_.clear();
+        const auto t0 = clock_type::now();
         step();
+        const double step_ms = ms_between(t0, clock_type::now());
         n_free_blocks_.store(kv_.n_free_blocks(), std::memory_order_relaxed);
+        std::lock_guard lock(counters_mutex_);
+        counters_.busy_ms += step_ms;
+        counters_.n_active = static_cast<int>(std::count_if(active_.begin(), active_.end(), [](const auto& a) { return !a->done; }));
+        counters_.n_queued = n_queued_.load(std::memory_order_relaxed);
+        counters_.n_kv_blocks_free = kv_.n_free_blocks();
+        counters_.n_kv_blocks_cached = prefix_ ? prefix_->n_blocks() : 0;
     }
     // Shutting down: everything still queued or running ends as cancelled.
     for (auto& cb : deferred_) cb();

@@ -634,6 +634,9 @@ asio::awaitable<run_outcome> runner::run() {
         parser_.finish(events_);
         handle_events();
         turn.text = turn_text_;
+        // What the engine really computed: the prefix cache may have supplied part of the append.
+        turn.reused_tokens = std::max(0, turn.reused_tokens + turn.prefill_tokens - stats.n_prefilled);
+        turn.prefill_tokens = stats.n_prefilled;
         generated_total_ += stats.n_generated;
         out.n_tool_calls += turn_calls_ + turn_call_errors_;
         out.n_bad_calls += static_cast<int>(turn_errors_.size());

@@ -3,11 +3,14 @@
 //   sequential    a stateless chat API under a simple agent loop: every turn
 //                 re-prefills the conversation, tools start after the turn,
 //                 one at a time, and the engine serves one request at a time;
-//   conventional  a modern serving engine (continuous batching, KV kept per
-//                 conversation) under a mainstream agent framework: the calls
-//                 of a turn run concurrently, but only after the turn ends;
+//   conventional  a modern serving engine (continuous batching, chunked
+//                 prefill, prefix cache) behind a stateless chat API, under a
+//                 mainstream agent framework: each turn re-sends the
+//                 conversation (the prefix cache finds most of it), and the
+//                 calls of a turn run concurrently, but only after the turn;
 //   tachyon       every switch on: tools dispatched the moment their call is
-//                 complete in the stream, in parallel, KV kept, batching.
+//                 complete in the stream, in parallel, the session's KV kept
+//                 between turns, prefix cache, batching.
 // Tool latency: each call waits an injected network latency (lognormal) on
 // an Asio timer, as log stores and trace backends answer.
 #include <algorithm>
@@ -28,29 +31,35 @@ namespace {
 struct mode {
     std::string name;
     run_switches switches;
-    int max_active = 0;  // engine: 1 serves one request at a time
+    int max_active = 0;        // engine: 1 serves one request at a time
+    bool prefix_cache = true;  // engine: shared KV blocks of common prefixes
 };
 
 std::vector<mode> modes_for(const std::string& which) {
-    mode seq{"sequential", {}, 1};
+    mode seq{"sequential", {}, 1, false};
     seq.switches.early_dispatch = false;
     seq.switches.parallel_tools = false;
     seq.switches.kv_retain = false;
-    mode conv{"conventional", {}, 0};
+    // A stateless chat API over a serving engine with a prefix cache and
+    // continuous batching; the tools of a turn run together after the turn.
+    mode conv{"conventional", {}, 0, true};
     conv.switches.early_dispatch = false;
-    mode all{"tachyon", {}, 0};
+    conv.switches.kv_retain = false;
+    mode all{"tachyon", {}, 0, true};
     if (which == "sequential") return {seq};
     if (which == "conventional") return {conv};
     if (which == "tachyon") return {all};
     if (which == "ablation") {
-        mode no_early = all, no_parallel = all, no_kv = all;
+        mode no_early = all, no_parallel = all, no_kv = all, no_prefix = all;
+        no_prefix.name = "tachyon -prefix_cache";
+        no_prefix.prefix_cache = false;
         no_early.name = "tachyon -early_dispatch";
         no_early.switches.early_dispatch = false;
         no_parallel.name = "tachyon -parallel_tools";
         no_parallel.switches.parallel_tools = false;
         no_kv.name = "tachyon -kv_retain";
         no_kv.switches.kv_retain = false;
-        return {all, no_early, no_parallel, no_kv};
+        return {all, no_early, no_parallel, no_kv, no_prefix};
     }
     return {seq, conv, all};
 }
@@ -103,6 +112,7 @@ int bench_agents(const cli::parsed_args& args) {
         so.engine.n_threads = setup->threads;
         so.engine.n_ctx = static_cast<int>(std::max<int64_t>(16384, concurrency * 6144));
         so.engine.max_active = m.max_active;
+        so.engine.prefix_cache = m.prefix_cache;
         so.n_tool_threads = std::max<int>(4, static_cast<int>(concurrency) * 2);
         agent_service service(so);
         eval_run_options o;

@@ -74,6 +74,7 @@ int run_command(const cli::parsed_args& args) {
     service_options so;
     so.engine.n_threads = static_cast<int>(*threads);
     so.engine.n_ctx = 16384;
+    so.engine.prefix_cache = !args.flag("no-prefix-cache");
     agent_service service(so);
     auto cancel = std::make_shared<std::atomic<bool>>(false);
 
@@ -122,6 +123,7 @@ cli::command_spec make_run_command() {
         {"no-early-dispatch", 0, cli::option_kind::flag, "", "", "start tools only after the turn ends"},
         {"no-parallel-tools", 0, cli::option_kind::flag, "", "", "run the calls of a turn one at a time"},
         {"no-kv-retain", 0, cli::option_kind::flag, "", "", "re-prefill the whole conversation every turn"},
+        {"no-prefix-cache", 0, cli::option_kind::flag, "", "", "compute every prompt token even when another session already did"},
         {"no-constrain", 0, cli::option_kind::flag, "", "", "let the model write tool calls unconstrained"},
         {"no-grounding", 0, cli::option_kind::flag, "", "", "do not restrict identifier arguments to values seen in the run"},
     };
