@@ -5,6 +5,7 @@
 #include <future>
 
 #include "base/log.h"
+#include "inference/draft.h"
 #include "inference/kernels.h"
 
 namespace tachyon {
@@ -237,6 +238,8 @@ void engine::finish(active& a, finish_reason reason, std::string error) {
         counters_.n_prefilled += static_cast<uint64_t>(a.stats.n_prefilled);
         counters_.n_cached += static_cast<uint64_t>(a.stats.n_cached);
         counters_.n_generated += static_cast<uint64_t>(a.stats.n_generated);
+        counters_.n_drafted += static_cast<uint64_t>(a.stats.n_drafted);
+        counters_.n_draft_accepted += static_cast<uint64_t>(a.stats.n_draft_accepted);
     }
     n_free_blocks_.store(kv_.n_free_blocks(), std::memory_order_relaxed);  // what on_done's caller will read
     if (reason == finish_reason::error) TACHYON_LOG(warn, "engine: request " << a.id << " failed: " << a.stats.error);
@@ -336,9 +339,15 @@ void engine::step() {
     const int n_vocab = model_->hparams().n_vocab;
     batch_.clear();
     int budget = options_.max_batch_tokens;
-    std::vector<std::pair<active*, int>> planned;  // request, tokens it put in the batch
-    // Decoding requests first (one token each), so decoding never stalls
-    // behind a long prefill; prefill fills the rest of the budget in chunks.
+    struct planned_entry {
+        active* a;
+        int n;                       // tokens it put in the batch
+        std::vector<int32_t> draft;  // of those, speculative (after the pending token)
+    };
+    std::vector<planned_entry> planned;
+    // Decoding requests first (one token each, plus a draft), so decoding
+    // never stalls behind a long prefill; prefill fills the rest of the
+    // budget in chunks.
     for (int pass = 0; pass < 2; ++pass) {
         for (auto& up : active_) {
             active& a = *up;
@@ -358,7 +367,19 @@ void engine::step() {
                 }
                 continue;
             }
-            const int n = std::min(pending, budget);
+            std::vector<int32_t> draft;
+            if (decoding && pending == 1 && (a.req.n_draft > 0 || a.req.propose)) {
+                const int room = std::min(budget - 1, a.req.max_tokens - static_cast<int>(a.generated.size()) - 1);
+                if (room > 0 && a.req.propose) {
+                    a.req.propose(a.generated, draft);
+                    if (static_cast<int>(draft.size()) > room) draft.resize(static_cast<size_t>(room));
+                    for (int32_t t : draft)
+                        if (t < 0 || t >= n_vocab) draft.clear();  // a bad guess is no guess
+                }
+                if (room > 0 && draft.empty() && a.req.n_draft > 0)
+                    draft = prompt_lookup_draft(s.tokens, {.n_draft = std::min(a.req.n_draft, room)});
+            }
+            const int n = std::min(pending, budget) + static_cast<int>(draft.size());
             if (auto st = reserve_kv(s, n); !st) {
                 finish(a, finish_reason::error, st.err().message);
                 continue;
@@ -367,13 +388,14 @@ void engine::step() {
                 a.started_ = true;
                 a.started = clock_type::now();
             }
-            const bool last_chunk = n == pending;
+            const bool last_chunk = n - static_cast<int>(draft.size()) == pending;
+            const bool want = last_chunk && a.req.max_tokens > 0;
             for (int i = 0; i < n; ++i) {
-                const bool want = last_chunk && i == n - 1 && a.req.max_tokens > 0;
-                batch_.add(s.tokens[static_cast<size_t>(computed + i)], s.seq, computed + i, want);
+                const int32_t t = i < pending ? s.tokens[static_cast<size_t>(computed + i)] : draft[static_cast<size_t>(i - pending)];
+                batch_.add(t, s.seq, computed + i, want && i >= pending - 1);
             }
             budget -= n;
-            planned.emplace_back(&a, n);
+            planned.push_back({&a, n, std::move(draft)});
         }
     }
     if (batch_.size() == 0) return;
@@ -383,36 +405,47 @@ void engine::step() {
     model_->forward(*ctx_, batch_, kv_, logits_.data());
 
     size_t row = 0;
-    for (auto [ap, n] : planned) {
+    for (auto& [ap, n, draft] : planned) {
         active& a = *ap;
         session_state& s = *a.session;
         const int computed = kv_.n_tokens(s.seq);
         kv_.commit(s.seq, n);
-        if (a.in_prefill) a.stats.n_prefilled += n;
-        if (prefix_) {
-            const int n_full = kv_.n_tokens(s.seq) / options_.block_size;
-            if (n_full > s.n_cached_blocks) {
-                prefix_->insert(std::span<const int32_t>(s.tokens).first(static_cast<size_t>(n_full) * options_.block_size),
-                                kv_.block_table(s.seq).first(static_cast<size_t>(n_full)), kv_);
-                s.n_cached_blocks = n_full;
+        const int n_real = n - static_cast<int>(draft.size());
+        if (a.in_prefill) a.stats.n_prefilled += n_real;
+        const bool has_logits = computed + n_real == static_cast<int>(s.tokens.size()) && a.req.max_tokens > 0;
+        if (has_logits) {
+            const float* rows = &logits_[row * n_vocab];
+            row += 1 + draft.size();
+            if (!a.done) {
+                const int kept = sample_rows(a, rows, draft);
+                // Keys and values of draft tokens the sampler did not pick are dropped.
+                if (kept < static_cast<int>(draft.size())) kv_.truncate(s.seq, computed + n_real + kept);
+            } else if (!draft.empty()) {
+                kv_.truncate(s.seq, computed + n_real);
             }
         }
-        const bool has_logits = computed + n == static_cast<int>(s.tokens.size()) && a.req.max_tokens > 0;
-        if (!has_logits) continue;
-        std::span<const float> logits(&logits_[row * n_vocab], static_cast<size_t>(n_vocab));
-        ++row;
-        if (a.done) continue;  // cancelled meanwhile
+        offer_to_cache(s);
+    }
+}
+
+int engine::sample_rows(active& a, const float* logits, std::span<const int32_t> draft) {
+    const int n_vocab = model_->hparams().n_vocab;
+    session_state& s = *a.session;
+    int kept = 0;
+    for (size_t i = 0; i <= draft.size() && !a.done; ++i) {
+        std::span<const float> row(logits + i * static_cast<size_t>(n_vocab), static_cast<size_t>(n_vocab));
         std::span<const uint8_t> allowed;
         if (a.req.constrain) {
+            // The constraint sees only tokens that were kept, so a rejected draft never reaches it.
             mask_.assign(static_cast<size_t>(n_vocab), 1);
             a.req.constrain(a.generated, mask_);
             allowed = mask_;
             if (std::find(mask_.begin(), mask_.end(), uint8_t{1}) == mask_.end()) {
                 finish(a, finish_reason::error, "the constraint allows no token");
-                continue;
+                break;
             }
         }
-        const int32_t token = a.smp.sample(logits, s.tokens, allowed);
+        const int32_t token = a.smp.sample(row, s.tokens, allowed);
         if (a.generated.empty()) a.first_token = clock_type::now();
         a.in_prefill = false;
         a.generated.push_back(token);
@@ -420,6 +453,8 @@ void engine::step() {
             std::lock_guard lock(mutex_);
             s.tokens.push_back(token);
         }
+        const bool matches_draft = i < draft.size() && token == draft[i];
+        kept += matches_draft ? 1 : 0;
         bool go_on = a.req.on_token ? a.req.on_token(token) : true;
         bool stop_token = std::find(a.req.stop_tokens.begin(), a.req.stop_tokens.end(), token) != a.req.stop_tokens.end();
         if (!go_on || stop_token) {
@@ -427,7 +462,20 @@ void engine::step() {
         } else if (static_cast<int>(a.generated.size()) >= a.req.max_tokens) {
             finish(a, finish_reason::length);
         }
+        if (!matches_draft) break;
     }
+    a.stats.n_drafted += static_cast<int>(draft.size());
+    a.stats.n_draft_accepted += kept;
+    return kept;
+}
+
+void engine::offer_to_cache(session_state& s) {
+    if (!prefix_) return;
+    const int n_full = kv_.n_tokens(s.seq) / options_.block_size;
+    if (n_full <= s.n_cached_blocks) return;
+    prefix_->insert(std::span<const int32_t>(s.tokens).first(static_cast<size_t>(n_full) * options_.block_size),
+                    kv_.block_table(s.seq).first(static_cast<size_t>(n_full)), kv_);
+    s.n_cached_blocks = n_full;
 }
 
 void engine::loop() {

@@ -51,6 +51,8 @@ struct request_stats {
     int n_appended = 0;       // tokens appended by the request
     int n_prefilled = 0;      // tokens whose forward actually ran (append minus reused)
     int n_cached = 0;         // tokens of the session taken from the prefix cache instead of computed
+    int n_drafted = 0;        // speculative tokens proposed (request::n_draft)
+    int n_draft_accepted = 0; // of those, kept: tokens generated without a forward of their own
     int n_generated = 0;
     double queue_ms = 0;      // submit → first forward
     double prefill_ms = 0;    // first forward → first generated token
@@ -71,6 +73,8 @@ struct engine_counters {
     uint64_t n_cache_lookups = 0;     // fresh sequences looked up in the prefix cache
     uint64_t n_cache_lookup_tokens = 0;  // their prompt tokens (hit rate = n_cached / this)
     uint64_t n_generated = 0;         // tokens sampled
+    uint64_t n_drafted = 0;           // speculative draft tokens verified
+    uint64_t n_draft_accepted = 0;    // of those, kept
     uint64_t n_evicted_sessions = 0;  // idle sessions whose KV was dropped for memory (recomputed later)
     double busy_ms = 0;               // time spent in forward steps
     int n_queued = 0;                 // requests waiting for their session or a slot
@@ -91,6 +95,12 @@ using done_callback = std::function<void(const request_stats& stats)>;
 // engine thread before each sample.
 using mask_callback = std::function<void(std::span<const int32_t> generated, std::span<uint8_t> allowed)>;
 
+// Optional draft source, called on the engine thread before a decode step
+// with the tokens generated so far: fills `draft` with tokens the caller
+// expects next (e.g. text a grammar forces). The engine verifies them like
+// prompt-lookup drafts, so a wrong guess costs time, never correctness.
+using draft_callback = std::function<void(std::span<const int32_t> generated, std::vector<int32_t>& draft)>;
+
 struct request {
     session_id session = 0;
     std::vector<int32_t> append;        // tokens appended to the session first
@@ -100,6 +110,13 @@ struct request {
     token_callback on_token;
     done_callback on_done;
     mask_callback constrain;
+    // Speculative decoding: each decode step also verifies up to n_draft
+    // tokens guessed by prompt lookup (inference/draft.h) in the same
+    // forward, and keeps those the sampler itself picks. Same output as
+    // without (greedy: identical tokens; sampled: the same distribution). 0: off.
+    int n_draft = 0;
+    // Drafts from the caller, tried before prompt lookup (any length up to the batch budget).
+    draft_callback propose;
 };
 
 class engine {
@@ -149,6 +166,11 @@ private:
     bool admit();   // moves queued requests whose session is free into the active set
     void step();    // one forward over all active requests
     void finish(active& a, finish_reason reason, std::string error = {});
+    // Samples from `n_rows` logits rows of one request (row i follows batch
+    // token i); row i > 0 counts only while the draft token before it was
+    // what the sampler picked. Returns how many draft tokens were kept.
+    int sample_rows(active& a, const float* logits, std::span<const int32_t> draft);
+    void offer_to_cache(session_state& s);
     // Starts a fresh sequence for `s` from the longest cached prefix of its tokens.
     void attach_prefix(session_state& s, active& a);
     // kv_.reserve, freeing memory when short: unused prefix-cache blocks first,

@@ -401,3 +401,84 @@ TEST_CASE("no KV block leaks after 1,000 sessions through the prefix cache") {
     generate(*e, last, {1}, 1);  // processes the close and the clear
     CHECK(e->n_free_kv_blocks() == n_blocks - 1);  // only the last one-token session holds a block
 }
+
+namespace {
+
+generation generate_spec(engine& e, session_id s, std::vector<int32_t> append, int n, int n_draft,
+                         sampling_params sampling = sampling_params::greedy(), mask_callback constrain = {}) {
+    generation g;
+    request r;
+    r.session = s;
+    r.append = std::move(append);
+    r.max_tokens = n;
+    r.n_draft = n_draft;
+    r.sampling = sampling;
+    r.constrain = std::move(constrain);
+    r.on_token = [&g](int32_t t) {
+        g.tokens.push_back(t);
+        return true;
+    };
+    g.stats = e.run(std::move(r));
+    return g;
+}
+
+}  // namespace
+
+TEST_CASE("speculative decoding: greedy output is identical with and without drafts, and drafts are accepted") {
+    if (!have_stories()) return;
+    auto e = open_engine();
+    const auto prompt = long_prompt();  // the reference text twice over: lookups find it
+    auto plain = generate_spec(*e, e->create_session(), prompt, 120, 0);
+    auto spec = generate_spec(*e, e->create_session(), prompt, 120, 8);
+    CHECK(spec.tokens == plain.tokens);
+    CHECK(spec.stats.n_generated == 120);
+    CHECK(plain.stats.n_drafted == 0);
+    CHECK(spec.stats.n_drafted > 0);
+    CHECK(spec.stats.n_draft_accepted > 0);
+    CHECK(spec.stats.n_draft_accepted <= spec.stats.n_drafted);
+    // The session holds exactly prompt + generated tokens, in the KV too: it continues identically.
+    session_id sp = e->create_session(), ss = e->create_session();
+    generate_spec(*e, sp, prompt, 30, 0);
+    generate_spec(*e, ss, prompt, 30, 8);
+    CHECK(e->session_tokens(sp) == e->session_tokens(ss));
+    CHECK(generate_spec(*e, sp, {}, 40, 0).tokens == generate_spec(*e, ss, {}, 40, 8).tokens);
+    auto c = e->counters();
+    CHECK(c.n_draft_accepted > 0);
+}
+
+TEST_CASE("speculative decoding respects max_tokens, stop tokens and the constraint mask") {
+    if (!have_stories()) return;
+    auto e = open_engine();
+    const auto prompt = long_prompt();
+    auto plain = generate_spec(*e, e->create_session(), prompt, 50, 0);
+    for (int n : {1, 2, 7, 13}) {
+        auto g = generate_spec(*e, e->create_session(), prompt, n, 8);
+        CHECK(g.stats.n_generated == n);
+        CHECK(g.tokens == std::vector<int32_t>(plain.tokens.begin(), plain.tokens.begin() + n));
+    }
+    // A stop token in the middle of an accepted draft ends the request there.
+    request r;
+    r.session = e->create_session();
+    r.append = prompt;
+    r.max_tokens = 50;
+    r.n_draft = 8;
+    r.stop_tokens = {plain.tokens[20]};
+    std::vector<int32_t> got;
+    r.on_token = [&got](int32_t t) {
+        got.push_back(t);
+        return true;
+    };
+    auto st = e->run(std::move(r));
+    CHECK(st.finish == finish_reason::stop);
+    auto first_stop = std::find(plain.tokens.begin(), plain.tokens.end(), plain.tokens[20]);
+    CHECK(got == std::vector<int32_t>(plain.tokens.begin(), first_stop + 1));
+
+    // Under a mask, drafts the mask forbids are never kept: same tokens as masked decoding without drafts.
+    auto odd_only = [](std::span<const int32_t>, std::span<uint8_t> allowed) {
+        for (size_t i = 0; i < allowed.size(); ++i) allowed[i] = (i % 2 == 1) ? 1 : 0;
+    };
+    auto m0 = generate_spec(*e, e->create_session(), prompt, 40, 0, sampling_params::greedy(), odd_only);
+    auto m8 = generate_spec(*e, e->create_session(), prompt, 40, 8, sampling_params::greedy(), odd_only);
+    CHECK(m0.tokens == m8.tokens);
+    for (int32_t t : m8.tokens) CHECK(t % 2 == 1);
+}
