@@ -8,20 +8,33 @@
 namespace tachyon {
 namespace {
 
-template <int HD>
+// HD: head dimension, BS: block size; 0 = known only at run time.
+template <int HD, int BS>
 void attend_fixed(const attention_args& a, int head_dim, kernel_isa isa) {
     const int hd = HD > 0 ? HD : head_dim;
-    // Scores: q · k for every position, block by block (no division per position).
+    const int bs = BS > 0 ? BS : a.block_size;
+    // Scores, a block at a time: s[p] = Σ_d q[d] · K^T[d][p], all positions of the block together.
     int j = 0;
     for (int b = 0; j < a.n_pos; ++b) {
-        const float* kb = a.k[b];
-        const int n = std::min(a.block_size, a.n_pos - j);
-        for (int i = 0; i < n; ++i, ++j) {
-            const float* k = kb + static_cast<int64_t>(i) * a.stride;
-            float s = 0.0f;
-            for (int d = 0; d < hd; ++d) s += a.q[d] * k[d];
-            a.scores[j] = s * a.scale;
+        const float* kt = a.k[b];
+        const int n = std::min(bs, a.n_pos - j);
+        float s[BS > 0 ? BS : 256];
+        if (BS > 0 || bs <= 256) {
+            for (int p = 0; p < bs; ++p) s[p] = 0.0f;
+            for (int d = 0; d < hd; ++d) {
+                const float qd = a.q[d] * a.scale;
+                const float* row = kt + static_cast<int64_t>(d) * bs;
+                for (int p = 0; p < bs; ++p) s[p] += qd * row[p];
+            }
+            for (int p = 0; p < n; ++p) a.scores[j + p] = s[p];
+        } else {
+            for (int p = 0; p < n; ++p) {
+                float acc = 0.0f;
+                for (int d = 0; d < hd; ++d) acc += a.q[d] * kt[static_cast<int64_t>(d) * bs + p];
+                a.scores[j + p] = acc * a.scale;
+            }
         }
+        j += n;
     }
     softmax(a.scores, a.n_pos, isa);
     // out = Σ p_j v_j, accumulated in a local array the compiler keeps in registers.
@@ -29,7 +42,7 @@ void attend_fixed(const attention_args& a, int head_dim, kernel_isa isa) {
     j = 0;
     for (int b = 0; j < a.n_pos; ++b) {
         const float* vb = a.v[b];
-        const int n = std::min(a.block_size, a.n_pos - j);
+        const int n = std::min(bs, a.n_pos - j);
         for (int i = 0; i < n; ++i, ++j) {
             const float* v = vb + static_cast<int64_t>(i) * a.stride;
             const float p = a.scores[j];
@@ -39,16 +52,22 @@ void attend_fixed(const attention_args& a, int head_dim, kernel_isa isa) {
     for (int d = 0; d < hd; ++d) a.out[d] = acc[d];
 }
 
+template <int HD>
+void attend_hd(const attention_args& a, int head_dim, kernel_isa isa) {
+    if (a.block_size == 16) return attend_fixed<HD, 16>(a, head_dim, isa);
+    return attend_fixed<HD, 0>(a, head_dim, isa);
+}
+
 }  // namespace
 
 void attend(const attention_args& a, int head_dim, kernel_isa isa) {
     switch (head_dim) {
-        case 8: return attend_fixed<8>(a, head_dim, isa);
-        case 16: return attend_fixed<16>(a, head_dim, isa);
-        case 32: return attend_fixed<32>(a, head_dim, isa);
-        case 64: return attend_fixed<64>(a, head_dim, isa);
-        case 128: return attend_fixed<128>(a, head_dim, isa);
-        default: return attend_fixed<0>(a, head_dim, isa);
+        case 8: return attend_hd<8>(a, head_dim, isa);
+        case 16: return attend_hd<16>(a, head_dim, isa);
+        case 32: return attend_hd<32>(a, head_dim, isa);
+        case 64: return attend_hd<64>(a, head_dim, isa);
+        case 128: return attend_hd<128>(a, head_dim, isa);
+        default: return attend_hd<0>(a, head_dim, isa);
     }
 }
 

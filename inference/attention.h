@@ -1,7 +1,9 @@
 // Causal attention of one query head over the keys and values of one
 // sequence held in paged KV blocks. Head dimensions of common models (8 to
-// 128) get a version with the dimension fixed at compile time, so the dot
-// products and the weighted sum of values are fully vectorised.
+// 128) and the default block size get a version with both fixed at compile
+// time: the scores of a block are block_size-wide multiply-adds over the
+// transposed K (no horizontal sums), the weighted sum of V rows accumulates
+// in registers.
 #pragma once
 
 #include <cstdint>
@@ -12,10 +14,10 @@ namespace tachyon {
 
 struct attention_args {
     const float* q;            // [head_dim] query of this head
-    const float* const* k;     // [n_blocks] K block bases, offset to this KV head: rows of `stride`
-    const float* const* v;     // [n_blocks] V block bases, offset to this KV head
+    const float* const* k;     // [n_blocks] K blocks at this KV head's first dimension: [head_dim, block_size] (transposed)
+    const float* const* v;     // [n_blocks] V block bases, offset to this KV head: rows of `stride`
     int block_size;            // positions per block
-    int stride;                // floats between consecutive positions (n_kv_head * head_dim)
+    int stride;                // floats between consecutive V positions (n_kv_head * head_dim)
     int n_pos;                 // attend to positions [0, n_pos)
     float scale;               // 1 / sqrt(head_dim)
     float* scores;             // [n_pos] scratch

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <future>
 
 #include "base/log.h"
@@ -15,6 +16,12 @@ using clock_type = std::chrono::steady_clock;
 
 double ms_between(clock_type::time_point a, clock_type::time_point b) {
     return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+double thread_cpu_ms() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
 }
 
 kv_cache_config kv_config_for(const model& m, const engine_options& o) {
@@ -495,11 +502,14 @@ void engine::loop() {
         for (auto& cb : deferred_) cb();
         deferred_.clear();
         const auto t0 = clock_type::now();
+        const double c0 = thread_cpu_ms();
         step();
+        const double step_cpu_ms = thread_cpu_ms() - c0;
         const double step_ms = ms_between(t0, clock_type::now());
         n_free_blocks_.store(kv_.n_free_blocks(), std::memory_order_relaxed);
         std::lock_guard lock(counters_mutex_);
         counters_.busy_ms += step_ms;
+        counters_.busy_cpu_ms += step_cpu_ms;
         counters_.n_active = static_cast<int>(std::count_if(active_.begin(), active_.end(), [](const auto& a) { return !a->done; }));
         counters_.n_queued = n_queued_.load(std::memory_order_relaxed);
         counters_.n_kv_blocks_free = kv_.n_free_blocks();

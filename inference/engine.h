@@ -76,7 +76,8 @@ struct engine_counters {
     uint64_t n_drafted = 0;           // speculative draft tokens verified
     uint64_t n_draft_accepted = 0;    // of those, kept
     uint64_t n_evicted_sessions = 0;  // idle sessions whose KV was dropped for memory (recomputed later)
-    double busy_ms = 0;               // time spent in forward steps
+    double busy_ms = 0;               // wall time spent in steps
+    double busy_cpu_ms = 0;           // CPU time of the engine thread in steps (steady under machine load)
     int n_queued = 0;                 // requests waiting for their session or a slot
     int n_active = 0;                 // requests being served
     int n_kv_blocks = 0;              // KV capacity in blocks

@@ -64,10 +64,12 @@ int kv_cache::take_block() {
 }
 
 void kv_cache::copy_block(int dst, int src, int n_positions) {
-    size_t n = static_cast<size_t>(n_positions) * config_.n_kv_embd;
+    // K is dimension-major: its filled positions are spread over the block, so all of it is copied.
+    const size_t n_k = static_cast<size_t>(config_.block_size) * config_.n_kv_embd;
+    const size_t n_v = static_cast<size_t>(n_positions) * config_.n_kv_embd;
     for (int l = 0; l < config_.n_layer; ++l) {
-        std::memcpy(k_.data() + block_offset(l, dst), k_.data() + block_offset(l, src), n * sizeof(float));
-        std::memcpy(v_.data() + block_offset(l, dst), v_.data() + block_offset(l, src), n * sizeof(float));
+        std::memcpy(k_.data() + block_offset(l, dst), k_.data() + block_offset(l, src), n_k * sizeof(float));
+        std::memcpy(v_.data() + block_offset(l, dst), v_.data() + block_offset(l, src), n_v * sizeof(float));
     }
 }
 
@@ -135,11 +137,20 @@ int kv_cache::n_tokens(seq_id seq) const { return get(seq).n_tokens; }
 
 std::span<const int> kv_cache::block_table(seq_id seq) const { return get(seq).blocks; }
 
-float* kv_cache::k_row(int layer, seq_id seq, int pos) {
+void kv_cache::write_k(int layer, seq_id seq, int pos, const float* k) {
     const sequence& s = get(seq);
     size_t i = static_cast<size_t>(pos / config_.block_size);
-    TACHYON_ASSERT(pos >= 0 && i < s.blocks.size(), "kv_cache::k_row past the reserved capacity");
-    return k_.data() + block_offset(layer, s.blocks[i]) + static_cast<size_t>(pos % config_.block_size) * config_.n_kv_embd;
+    TACHYON_ASSERT(pos >= 0 && i < s.blocks.size(), "kv_cache::write_k past the reserved capacity");
+    float* dst = k_.data() + block_offset(layer, s.blocks[i]) + static_cast<size_t>(pos % config_.block_size);
+    const size_t bs = static_cast<size_t>(config_.block_size);
+    for (int d = 0; d < config_.n_kv_embd; ++d) dst[static_cast<size_t>(d) * bs] = k[d];
+}
+
+float kv_cache::k_at(int layer, seq_id seq, int pos, int i) const {
+    const sequence& s = get(seq);
+    size_t b = static_cast<size_t>(pos / config_.block_size);
+    TACHYON_ASSERT(pos >= 0 && b < s.blocks.size() && i >= 0 && i < config_.n_kv_embd, "kv_cache::k_at out of range");
+    return k_[block_offset(layer, s.blocks[b]) + static_cast<size_t>(i) * config_.block_size + static_cast<size_t>(pos % config_.block_size)];
 }
 
 float* kv_cache::v_row(int layer, seq_id seq, int pos) {

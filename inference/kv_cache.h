@@ -4,6 +4,11 @@
 // pointing at the same blocks (fork), and a shared block is copied only when
 // a sequence writes into it (copy-on-write of the partially filled tail).
 //
+// Layout: V rows are position-major ([block_size, n_kv_embd] per block), K
+// is dimension-major ([n_kv_embd, block_size] per block, K transposed), so
+// attention computes the scores of a whole block as block_size-wide
+// multiply-adds over the head's dimensions, with no horizontal sums.
+//
 // Not thread-safe: the engine thread owns it.
 #pragma once
 
@@ -56,12 +61,15 @@ public:
     int ref_count(int block) const { return refs_[static_cast<size_t>(block)]; }
     std::span<const int> block_table(seq_id seq) const;
 
-    // Rows of K and V at position `pos` of `seq` in `layer`: [n_kv_embd] f32.
-    // `pos` must be below n_tokens + reserved capacity; the block must be
-    // exclusively owned when writing (reserve() guarantees it for new ones).
-    float* k_row(int layer, seq_id seq, int pos);
+    // Stores K [n_kv_embd] of position `pos` of `seq` in `layer`; returns the
+    // V row to fill, [n_kv_embd] f32. `pos` must be below n_tokens + reserved
+    // capacity; the block must be exclusively owned when writing (reserve()
+    // guarantees it for new ones).
+    void write_k(int layer, seq_id seq, int pos, const float* k);
     float* v_row(int layer, seq_id seq, int pos);
-    // Rows of a whole block: [block_size, n_kv_embd] f32.
+    // Element i of K at a position (tests and debugging; attention reads blocks).
+    float k_at(int layer, seq_id seq, int pos, int i) const;
+    // A whole block: K as [n_kv_embd, block_size] f32, V as [block_size, n_kv_embd] f32.
     const float* k_block(int layer, int block) const { return k_.data() + block_offset(layer, block); }
     const float* v_block(int layer, int block) const { return v_.data() + block_offset(layer, block); }
 
@@ -85,7 +93,7 @@ private:
     void copy_block(int dst, int src, int n_positions);
 
     kv_cache_config config_;
-    std::vector<float> k_;  // [n_layer, n_blocks, block_size, n_kv_embd]
+    std::vector<float> k_;  // [n_layer, n_blocks, n_kv_embd, block_size] (transposed per block)
     std::vector<float> v_;  // [n_layer, n_blocks, block_size, n_kv_embd]
     std::vector<int> refs_;  // [n_blocks] owners of each block (sequences + external holders)
     std::vector<int> free_;  // free block ids, taken from the back

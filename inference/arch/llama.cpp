@@ -239,7 +239,7 @@ void llama_model::attention(kernel_context& ctx, const forward_batch& batch, kv_
                 k_blocks.resize(blocks.size());
                 v_blocks.resize(blocks.size());
                 for (size_t b = 0; b < blocks.size(); ++b) {
-                    k_blocks[b] = kv.k_block(il, blocks[b]) + g * hd;
+                    k_blocks[b] = kv.k_block(il, blocks[b]) + static_cast<size_t>(g) * hd * bs;
                     v_blocks[b] = kv.v_block(il, blocks[b]) + g * hd;
                 }
             }
@@ -279,7 +279,7 @@ void llama_model::layer(kernel_context& ctx, const forward_batch& batch, kv_cach
     for (int64_t t = 0; t < n; ++t) {
         const int pos = batch.positions[static_cast<size_t>(t)];
         const seq_id s = batch.seqs[static_cast<size_t>(t)];
-        std::memcpy(kv.k_row(il, s, pos), &k_[t * n_kv], static_cast<size_t>(n_kv) * sizeof(float));
+        kv.write_k(il, s, pos, &k_[t * n_kv]);
         std::memcpy(kv.v_row(il, s, pos), &v_[t * n_kv], static_cast<size_t>(n_kv) * sizeof(float));
     }
     attention(ctx, batch, kv, il);

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <vector>
+
 using namespace tachyon;
 
 namespace {
@@ -17,10 +19,9 @@ kv_cache_config small(int n_blocks) {
 // Writes value `v` into every element of K and V at (seq, pos) on every layer.
 void write(kv_cache& kv, seq_id s, int pos, float v) {
     for (int l = 0; l < kv.config().n_layer; ++l) {
-        for (int i = 0; i < kv.config().n_kv_embd; ++i) {
-            kv.k_row(l, s, pos)[i] = v;
-            kv.v_row(l, s, pos)[i] = -v;
-        }
+        std::vector<float> k(static_cast<size_t>(kv.config().n_kv_embd), v);
+        kv.write_k(l, s, pos, k.data());
+        for (int i = 0; i < kv.config().n_kv_embd; ++i) kv.v_row(l, s, pos)[i] = -v;
     }
 }
 
@@ -59,13 +60,13 @@ TEST_CASE("fork shares blocks; writing into a shared tail copies it first") {
     CHECK(kv.block_table(*b)[0] == kv.block_table(a)[0]);  // full block still shared
     CHECK(kv.block_table(*b)[1] != kv.block_table(a)[1]);
     // b sees a's positions 4 and 5 in its copy, and its own position 6.
-    CHECK(kv.k_row(0, *b, 5)[0] == 5.0f);
-    CHECK(kv.k_row(1, *b, 6)[0] == 106.0f);
+    CHECK(kv.k_at(0, *b, 5, 0) == 5.0f);
+    CHECK(kv.k_at(1, *b, 6, 0) == 106.0f);
     CHECK(kv.v_row(1, *b, 6)[0] == -106.0f);
     // a is unchanged by b's write.
     append(kv, a, 1, 200.0f);
-    CHECK(kv.k_row(0, a, 6)[0] == 206.0f);
-    CHECK(kv.k_row(0, *b, 6)[0] == 106.0f);
+    CHECK(kv.k_at(0, a, 6, 0) == 206.0f);
+    CHECK(kv.k_at(0, *b, 6, 0) == 106.0f);
 
     kv.drop(a);
     CHECK(kv.ref_count(kv.block_table(*b)[0]) == 1);
@@ -82,8 +83,8 @@ TEST_CASE("truncate releases whole blocks past the new end") {
     CHECK(kv.n_tokens(a) == 5);
     CHECK(kv.n_used_blocks() == 2);
     append(kv, a, 3, 50.0f);  // overwrites from position 5
-    CHECK(kv.k_row(0, a, 4)[0] == 4.0f);
-    CHECK(kv.k_row(0, a, 5)[0] == 55.0f);
+    CHECK(kv.k_at(0, a, 4, 0) == 4.0f);
+    CHECK(kv.k_at(0, a, 5, 0) == 55.0f);
 }
 
 TEST_CASE("reserve fails cleanly when blocks run out and changes nothing") {
