@@ -15,6 +15,16 @@ std::string parse_error(std::string_view body) {
     return r.err().message;
 }
 
+// Strings moved in, not assigned from literals (see the -Wrestrict note below).
+delta tool_delta(int index, std::string id, std::string name, std::string arguments) {
+    delta d;
+    d.tool_index = index;
+    d.tool_id = std::move(id);
+    d.tool_name = std::move(name);
+    d.arguments = std::move(arguments);
+    return d;
+}
+
 }  // namespace
 
 TEST_CASE("openai_chat: a full request parses") {
@@ -129,13 +139,14 @@ TEST_CASE("openai_chat: assistant tool calls render as Hermes blocks, tool resul
 }
 
 TEST_CASE("openai_chat: completion and chunk JSON follow the API's shapes") {
-    completion c;
-    c.id = "chatcmpl-1";
-    c.model = "m";
-    c.created = 42;
-    c.tool_calls.push_back({"call_1", "f", R"({"x": 1})"});
-    c.finish_reason = "tool_calls";
-    c.tokens = {10, 5, 3};
+    // Initialised, not assigned: g++ 12 warns falsely (-Wrestrict) on assigning short literals.
+    const completion c{.id = "chatcmpl-1",
+                       .model = "m",
+                       .created = 42,
+                       .content = {},
+                       .tool_calls = {{"call_1", "f", R"({"x": 1})"}},
+                       .finish_reason = "tool_calls",
+                       .tokens = {10, 5, 3}};
     simdjson::dom::parser p;
     simdjson::dom::element doc = p.parse(simdjson::padded_string(completion_json(c)));
     CHECK(std::string_view(doc["object"]) == "chat.completion");
@@ -154,10 +165,7 @@ TEST_CASE("openai_chat: completion and chunk JSON follow the API's shapes") {
     CHECK(std::string_view(doc["choices"].at(0)["delta"]["role"]) == "assistant");
     CHECK(doc["choices"].at(0)["finish_reason"].is_null());
 
-    delta call;
-    call.tool_index = 0;
-    call.tool_id = "call_1";
-    call.tool_name = "f";
+    const delta call = tool_delta(0, "call_1", "f", "");
     simdjson::dom::parser p3;
     doc = p3.parse(simdjson::padded_string(chunk_json(c, call)));
     auto tc = doc["choices"].at(0)["delta"]["tool_calls"].at(0);
@@ -166,9 +174,7 @@ TEST_CASE("openai_chat: completion and chunk JSON follow the API's shapes") {
     CHECK(std::string_view(tc["function"]["name"]) == "f");
     CHECK(std::string_view(tc["function"]["arguments"]).empty());
 
-    delta args;
-    args.tool_index = 0;
-    args.arguments = "{\"x\"";
+    const delta args = tool_delta(0, "", "", "{\"x\"");
     simdjson::dom::parser p4;
     doc = p4.parse(simdjson::padded_string(chunk_json(c, args)));
     tc = doc["choices"].at(0)["delta"]["tool_calls"].at(0);
