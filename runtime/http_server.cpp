@@ -43,7 +43,6 @@ struct session_ctl {
     asio::any_io_executor ex;
     beast::tcp_stream* stream = nullptr;  // null once the session ended
     bool busy = false;                    // between reading a request and finishing its response
-    std::function<void()> wake;           // a streaming response: wake it to see the shutdown
     std::vector<std::weak_ptr<openai::chat_generation>> generations;
     bool linger = false;                  // a request was refused before its body was read
 };
@@ -149,7 +148,7 @@ struct server::impl : std::enable_shared_from_this<impl> {
     awaitable<bool> handle(beast::tcp_stream& stream, request_t& req, session_ctl& ctl);
     awaitable<bool> write(beast::tcp_stream& stream, response_t res, std::string_view route);
     awaitable<bool> chat(beast::tcp_stream& stream, request_t& req, session_ctl& ctl);
-    awaitable<bool> run_events(beast::tcp_stream& stream, request_t& req, session_ctl& ctl, std::shared_ptr<run_record> run);
+    awaitable<bool> run_events(beast::tcp_stream& stream, request_t& req, std::shared_ptr<run_record> run);
     std::string models_json() const;
     void for_each_session(const std::function<void(session_ctl&)>& fn);
 };
@@ -231,6 +230,13 @@ awaitable<void> server::impl::session(tcp::socket socket) {
         }
     } guard{*this, ctl, slot};
 
+    // 413: answered before the body is read; the connection closes after it.
+    auto too_large = [this](unsigned version) {
+        request_t head;
+        head.version(version);
+        head.keep_alive(false);
+        return error_response(head, api_error_of(413, "invalid_request_error", "request body exceeds " + std::to_string(options.body_limit) + " bytes"));
+    };
     beast::flat_buffer buffer;
     try {
         for (;;) {
@@ -243,27 +249,18 @@ awaitable<void> server::impl::session(tcp::socket socket) {
             auto [ec, n] = co_await bhttp::async_read_header(stream, buffer, parser, use_tuple);
             if (ec == bhttp::error::header_limit) {
                 request_t dummy;
+                dummy.keep_alive(false);
                 co_await write(stream, error_response(dummy, api_error_of(431, "invalid_request_error", "request headers exceed " + std::to_string(options.header_limit) + " bytes")), "other");
                 break;
             }
             if (ec == bhttp::error::body_limit) {  // Content-Length over the limit, seen with the header
-                request_t dummy;
-                dummy.keep_alive(false);
-                co_await write(stream, error_response(dummy, api_error_of(413, "invalid_request_error", "request body exceeds " + std::to_string(options.body_limit) + " bytes")), "other");
+                co_await write(stream, too_large(parser.get().version()), "other");
                 ctl->linger = true;
                 break;
             }
             if (ec) break;  // closed, timed out, or not HTTP
             ctl->busy = true;
             const auto& head = parser.get();
-            if (head.has_content_length() && *parser.content_length() > options.body_limit) {
-                request_t dummy;
-                dummy.version(head.version());
-                dummy.keep_alive(false);
-                co_await write(stream, error_response(dummy, api_error_of(413, "invalid_request_error", "request body exceeds " + std::to_string(options.body_limit) + " bytes")), "other");
-                ctl->linger = true;
-                break;
-            }
             if (beast::iequals(head[bhttp::field::expect], "100-continue")) {
                 bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, head.version()};
                 stream.expires_after(options.write_timeout);
@@ -272,10 +269,8 @@ awaitable<void> server::impl::session(tcp::socket socket) {
             }
             stream.expires_after(options.read_timeout);
             std::tie(ec, n) = co_await bhttp::async_read(stream, buffer, parser, use_tuple);
-            if (ec == bhttp::error::body_limit) {
-                request_t dummy;
-                dummy.keep_alive(false);
-                co_await write(stream, error_response(dummy, api_error_of(413, "invalid_request_error", "request body exceeds " + std::to_string(options.body_limit) + " bytes")), "other");
+            if (ec == bhttp::error::body_limit) {  // a chunked body grew past the limit
+                co_await write(stream, too_large(head.version()), "other");
                 ctl->linger = true;
                 break;
             }
@@ -374,7 +369,7 @@ awaitable<bool> server::impl::handle(beast::tcp_stream& stream, request_t& req, 
         }
         if (parts.size() == 4 && parts[3] == "events") {
             if (method != bhttp::verb::get) co_return co_await not_allowed(route);
-            co_return co_await run_events(stream, req, ctl, run);
+            co_return co_await run_events(stream, req, run);
         }
         if (parts.size() == 4 && parts[3] == "cancel") {
             if (method != bhttp::verb::post) co_return co_await not_allowed(route);
@@ -498,7 +493,7 @@ awaitable<bool> server::impl::chat(beast::tcp_stream& stream, request_t& req, se
     co_return !ec && keep;
 }
 
-awaitable<bool> server::impl::run_events(beast::tcp_stream& stream, request_t& req, session_ctl& ctl, std::shared_ptr<run_record> run) {
+awaitable<bool> server::impl::run_events(beast::tcp_stream& stream, request_t& req, std::shared_ptr<run_record> run) {
     const std::string route = "/v1/runs/{id}/events";
     int64_t from = 0;
     if (auto it = req.find("Last-Event-ID"); it != req.end()) {
@@ -517,7 +512,6 @@ awaitable<bool> server::impl::run_events(beast::tcp_stream& stream, request_t& r
             if (auto s = weak.lock()) s->cancel();
         });
     };
-    ctl.wake = [signal] { signal->cancel(); };
 
     bhttp::response<bhttp::empty_body> res{bhttp::status::ok, req.version()};
     res.set(bhttp::field::server, "tachyon");
@@ -534,7 +528,7 @@ awaitable<bool> server::impl::run_events(beast::tcp_stream& stream, request_t& r
     while (!ec) {
         events.clear();
         bool done = false;
-        run->read_events(from, events, done, stopping.load() ? std::function<void()>() : std::function<void()>(wake));
+        run->read_events(from, events, done, wake);
         if (!events.empty()) {
             std::string batch;
             for (const auto& [seq, line] : events) batch += "id: " + std::to_string(seq) + "\ndata: " + line + "\n\n";
@@ -543,7 +537,7 @@ awaitable<bool> server::impl::run_events(beast::tcp_stream& stream, request_t& r
             std::tie(ec, n) = co_await asio::async_write(stream, bhttp::make_chunk(asio::buffer(batch)), use_tuple);
             continue;
         }
-        if (done || stopping.load()) break;
+        if (done) break;  // during a shutdown too: the run has until the deadline to end
         signal->expires_after(options.heartbeat);
         auto [wec] = co_await signal->async_wait(use_tuple);
         if (!wec) {
@@ -553,7 +547,6 @@ awaitable<bool> server::impl::run_events(beast::tcp_stream& stream, request_t& r
             std::tie(ec, n) = co_await asio::async_write(stream, bhttp::make_chunk(asio::buffer(ping)), use_tuple);
         }
     }
-    ctl.wake = nullptr;
     if (ec) co_return false;
     stream.expires_after(options.write_timeout);
     std::tie(ec, n) = co_await asio::async_write(stream, bhttp::make_chunk_last(), use_tuple);
@@ -595,7 +588,8 @@ void server::shutdown() {
     impl& s = *impl_;
     if (!s.started || s.stopped) return;
     s.stopped = true;
-    // Stage 1: stop accepting, close idle connections, let requests in flight finish.
+    // Stage 1: stop accepting, close idle connections, let requests and runs
+    // in flight finish (event streams follow their runs to the end).
     s.stopping.store(true);
     std::promise<void> closed;
     asio::post(s.io, [&s, &closed] {
@@ -605,11 +599,10 @@ void server::shutdown() {
     });
     closed.get_future().wait();
     s.for_each_session([](session_ctl& c) {
-        if (c.wake) c.wake();
         if (!c.busy && c.stream) c.stream->cancel();
     });
     const auto deadline = std::chrono::steady_clock::now() + s.options.shutdown_deadline;
-    while (s.n_sessions.load() > 0 && std::chrono::steady_clock::now() < deadline)
+    while ((s.n_sessions.load() > 0 || (s.runs && s.runs->n_active() > 0)) && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     // Stage 2: cancel what is left; runs end (journals closed) before the threads stop.
     if (s.runs) s.runs->cancel_all();

@@ -193,11 +193,13 @@ TEST_CASE("http_server: bad requests are 400/404 with a message naming the input
     CHECK(send(f.port, bhttp::verb::get, "/v1/chat/completions").status == 405);
 }
 
-TEST_CASE("http_server: a body over the limit is 413, a request over the concurrency limit 429 with Retry-After") {
+TEST_CASE("http_server: headers over the limit are 431, a body over the limit 413, a request over the concurrency limit 429 with Retry-After") {
     http::server_options o;
     o.body_limit = 2048;
+    o.header_limit = 1024;
     o.max_chat_requests = 0;
     fixture f(o);
+    CHECK(send(f.port, bhttp::verb::get, "/healthz", {}, {{"X-Padding", std::string(2000, 'x')}}).status == 431);
     auto big = send(f.port, bhttp::verb::post, "/v1/chat/completions", std::string(4096, ' ') + chat_body(false));
     CHECK(big.status == 413);
     auto busy = send(f.port, bhttp::verb::post, "/v1/chat/completions", chat_body(false));
