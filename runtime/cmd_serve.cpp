@@ -127,7 +127,7 @@ cli::command_spec make_serve_command() {
     c.options = {
         {"host", 0, cli::option_kind::value, "ADDR", "127.0.0.1", "address to listen on"},
         {"port", 'p', cli::option_kind::value, "N", "8080", "port (0: any free port, printed at start)"},
-        {"model", 'm', cli::option_kind::multi, "PATH", "examples/incident/model/incident-analyst.gguf", "GGUF model to serve (repeatable)"},
+        {"model", 'm', cli::option_kind::multi, "PATH", "examples/incident/model/incident-analyst.gguf", "GGUF model to serve"},
         {"agents", 0, cli::option_kind::value, "DIR", "agents", "folder of agent files (<name>.json) for /v1/runs"},
         {"api-key-file", 0, cli::option_kind::value, "FILE", "", "file holding the API key clients send as 'Authorization: Bearer KEY'"},
         {"journal-dir", 0, cli::option_kind::value, "DIR", "runs", "where run journals are written"},
