@@ -2,6 +2,7 @@
 // models and the agent files of a folder, until SIGINT/SIGTERM, then a
 // graceful shutdown.
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <iostream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "runtime/agent_service.h"
 #include "runtime/cli.h"
@@ -100,18 +102,20 @@ int serve_command(const cli::parsed_args& args) {
     // SIGINT/SIGTERM: graceful shutdown; a second signal exits at once.
     boost::asio::io_context signals_io;
     boost::asio::signal_set signals(signals_io, SIGINT, SIGTERM);
+    std::thread stopper;  // shutdown blocks until the deadline: not on the signal loop
     signals.async_wait([&](boost::system::error_code ec, int) {
         if (ec) return;
         std::fprintf(stderr, "tachyon serve: shutting down (finishing requests in flight)\n");
         signals.async_wait([](boost::system::error_code e, int) {
             if (!e) std::_Exit(130);
         });
-        std::thread([&] {
+        stopper = std::thread([&] {
             server.shutdown();
-            signals_io.stop();
-        }).detach();
+            boost::asio::post(signals_io, [&] { signals.cancel(); });
+        });
     });
-    signals_io.run();
+    signals_io.run();  // returns once the second wait is cancelled
+    if (stopper.joinable()) stopper.join();
     std::fprintf(stderr, "tachyon serve: stopped\n");
     return 0;
 }
