@@ -55,7 +55,15 @@ struct chat_generation::impl {
 
     void feed_raw(std::string_view piece);
     void emit_text(std::string_view text);
+    // Streaming a call's arguments while it is written: the text since the
+    // last <tool_call>, and how much of the arguments has gone out.
+    std::string turn_text;        // everything fed to the parser this turn
+    bool call_head_sent = false;  // id, type and name of the call being written
+    std::string pending_call_id;  // the id sent in the head
+    std::string streamed_args;    // the arguments sent so far
+
     void handle_events();
+    void stream_call_progress();
     void finish(const request_stats& stats);
 };
 
@@ -233,8 +241,52 @@ void chat_generation::impl::emit_text(std::string_view text) {
         }
         return;
     }
+    turn_text += text;
     parser.feed(text, events);
     handle_events();
+    if (on_delta && !stopped && parser.in_call()) stream_call_progress();
+}
+
+// While a call is being written in the trained format
+// (`\n{"name": "...", "arguments": ...`), sends its head once the name is
+// complete, then the arguments as they grow, holding back the bytes that may
+// be the call's closing `}\n</tool_call>`. A call in another layout goes out
+// whole when it completes.
+void chat_generation::impl::stream_call_progress() {
+    constexpr std::string_view open = "\n{\"name\": \"";
+    constexpr std::string_view args_key = "\", \"arguments\": ";
+    constexpr size_t hold = 16;
+    const size_t at = turn_text.rfind(k_call_open);
+    if (at == std::string::npos) return;
+    const std::string_view body = std::string_view(turn_text).substr(at + k_call_open.size());
+    if (body.size() < open.size() || body.substr(0, open.size()) != open) return;
+    const size_t name_end = body.find(args_key, open.size());
+    if (name_end == std::string_view::npos) return;
+    const std::string_view name = body.substr(open.size(), name_end - open.size());
+    if (name.find_first_of("\"\\") != std::string_view::npos) return;
+    const std::string_view args = body.substr(name_end + args_key.size());
+    const int index = static_cast<int>(out.tool_calls.size());
+    if (!call_head_sent) {
+        call_head_sent = true;
+        streamed_args.clear();
+        pending_call_id = make_tool_call_id();
+        delta head;
+        head.tool_index = index;
+        head.tool_id = pending_call_id;
+        head.tool_name = std::string(name);
+        on_delta(head);
+    }
+    const size_t sent = streamed_args.size();
+    if (args.size() > sent + hold) {
+        const size_t end = utf8_cut(args, args.size() - hold);
+        if (end > sent) {
+            delta d;
+            d.tool_index = index;
+            d.arguments = std::string(args.substr(sent, end - sent));
+            streamed_args += d.arguments;
+            on_delta(d);
+        }
+    }
 }
 
 void chat_generation::impl::handle_events() {
@@ -250,27 +302,38 @@ void chat_generation::impl::handle_events() {
                 }
                 break;
             case tool_call_event::kind::call_error:
-                // Only without a constraint (or past a broken one): the call is dropped.
+                // Only without a constraint, or cut by max_tokens: the call is dropped
+                // (a streamed part of it stays with the client, as when a stream is cut).
                 TACHYON_LOG(debug, "chat " << out.id << ": malformed tool call dropped: " << ev.message);
+                call_head_sent = false;
+                streamed_args.clear();
                 break;
             case tool_call_event::kind::call_complete: {
                 tool_call c;
-                c.id = make_tool_call_id();
                 c.name = ev.name;
                 c.arguments_json = ev.arguments_json;
+                c.id = call_head_sent ? pending_call_id : make_tool_call_id();
                 if (on_delta) {
-                    // id, type and name first, then the arguments as a string fragment.
+                    // id, type and name first, then the arguments as string fragments.
                     const int index = static_cast<int>(out.tool_calls.size());
-                    delta head;
-                    head.tool_index = index;
-                    head.tool_id = c.id;
-                    head.tool_name = c.name;
-                    on_delta(head);
-                    delta args;
-                    args.tool_index = index;
-                    args.arguments = c.arguments_json;
-                    on_delta(args);
+                    if (!call_head_sent) {
+                        delta head;
+                        head.tool_index = index;
+                        head.tool_id = c.id;
+                        head.tool_name = c.name;
+                        on_delta(head);
+                    }
+                    if (c.arguments_json.compare(0, streamed_args.size(), streamed_args) != 0) {
+                        TACHYON_LOG(warn, "chat " << out.id << ": streamed arguments of call " << index << " differ from the parsed ones");
+                    } else if (c.arguments_json.size() > streamed_args.size()) {
+                        delta args;
+                        args.tool_index = index;
+                        args.arguments = c.arguments_json.substr(streamed_args.size());
+                        on_delta(args);
+                    }
                 }
+                call_head_sent = false;
+                streamed_args.clear();
                 out.tool_calls.push_back(std::move(c));
                 if (!req.parallel_tool_calls) {
                     stopped = true;

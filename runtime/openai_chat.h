@@ -118,7 +118,7 @@ struct delta {
     int tool_index = -1;           // >= 0: a tool_calls fragment for this index
     std::string tool_id;           // first fragment of a call: id, type and name
     std::string tool_name;
-    std::string arguments;         // arguments text fragment
+    std::string arguments;         // a fragment of the arguments text, in order
     std::string finish_reason;     // not empty: the last content chunk
 };
 

@@ -87,6 +87,31 @@ TEST_CASE("chat_generation: a Hermes tool call becomes tool_calls, streamed as h
     CHECK(args == R"({"service": "db"})");
 }
 
+TEST_CASE("chat_generation: long arguments stream in several fragments that join to the parsed arguments") {
+    const std::string args = R"({"service": "payments-database-primary-with-a-long-name"})";
+    auto host = scripted_host({"<tool_call>\n{\"name\": \"search_logs\", \"arguments\": " + args + "}\n</tool_call>"});
+    auto r = run(host, std::string(R"({"model": "m", "messages": [{"role": "user", "content": "go"}], "temperature": 0, "stream": true, )") + k_tools + "}");
+    REQUIRE(r.ok);
+    REQUIRE(r.done.tool_calls.size() == 1);
+    CHECK(r.done.tool_calls[0].arguments_json == args);
+    std::string joined;
+    int fragments = 0;
+    std::string head_id;
+    for (const auto& d : r.deltas) {
+        if (d.tool_index != 0) continue;
+        if (!d.tool_id.empty()) {
+            CHECK(head_id.empty());
+            head_id = d.tool_id;
+            CHECK(d.arguments.empty());
+        }
+        if (!d.arguments.empty()) ++fragments;
+        joined += d.arguments;
+    }
+    CHECK(joined == args);
+    CHECK(fragments >= 3);
+    CHECK(head_id == r.done.tool_calls[0].id);
+}
+
 TEST_CASE("chat_generation: tool_choice required opens the turn with a call") {
     // The prompt already ends with <tool_call>: the script is the call's body.
     auto host = scripted_host({"\n{\"name\": \"search_logs\", \"arguments\": {\"service\": \"api\"}}\n</tool_call>"});
