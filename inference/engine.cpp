@@ -5,6 +5,7 @@
 #include <future>
 
 #include "base/log.h"
+#include "inference/draft.h"
 #include "inference/kernels.h"
 
 namespace tachyon {
@@ -58,6 +59,8 @@ engine::engine(std::unique_ptr<model> m, const engine_options& options)
       options_(options),
       ctx_(std::make_unique<kernel_context>(options.n_threads)),
       kv_(kv_config_for(*model_, options)) {
+    if (options.prefix_cache) prefix_ = std::make_unique<prefix_cache>(options.block_size);
+    counters_.n_kv_blocks = kv_.config().n_blocks;
     thread_ = std::thread([this] { loop(); });
 }
 
@@ -81,6 +84,7 @@ engine::~engine() {
     }
     wake_.notify_all();
     thread_.join();
+    if (prefix_) prefix_->clear(kv_);
 }
 
 session_id engine::create_session() {
@@ -151,6 +155,67 @@ std::vector<int32_t> engine::session_tokens(session_id session) const {
 
 int engine::n_free_kv_blocks() const { return n_free_blocks_.load(std::memory_order_relaxed); }
 
+engine_counters engine::counters() const {
+    std::lock_guard lock(counters_mutex_);
+    return counters_;
+}
+
+void engine::clear_prefix_cache() {
+    {
+        std::lock_guard lock(mutex_);
+        clear_prefix_ = true;
+    }
+    wake_.notify_all();
+}
+
+void engine::attach_prefix(session_state& s, active& a) {
+    const int max_tokens = static_cast<int>(s.tokens.size()) - (a.req.max_tokens > 0 ? 1 : 0);  // keep one to compute logits from
+    std::vector<int> blocks = prefix_->match(s.tokens, max_tokens);
+    s.n_cached_blocks = static_cast<int>(blocks.size());
+    a.stats.n_cached = static_cast<int>(blocks.size()) * options_.block_size;
+    {
+        std::lock_guard lock(counters_mutex_);
+        ++counters_.n_cache_lookups;
+        counters_.n_cache_lookup_tokens += s.tokens.size();
+    }
+    if (blocks.empty()) return;
+    kv_.drop(s.seq);
+    s.seq = kv_.create_shared(blocks);
+}
+
+status engine::reserve_kv(session_state& s, int n_new) {
+    for (;;) {
+        auto st = kv_.reserve(s.seq, n_new);
+        if (st) return st;
+        const int want = (n_new + options_.block_size - 1) / options_.block_size + 1;
+        if (prefix_ && prefix_->evict(want, kv_) > 0) continue;
+        if (!evict_idle_session(s)) return st;
+    }
+}
+
+// Policy when the KV is full: the idle session used least recently gives up
+// its KV (its tokens stay, its full blocks stay in the prefix cache until
+// evicted in turn); its next request recomputes what is no longer cached.
+// A session with a request in flight is never evicted, so no run fails
+// while another's KV could be recomputed.
+bool engine::evict_idle_session(const session_state& keep) {
+    session_state* victim = nullptr;
+    {
+        std::lock_guard lock(mutex_);  // other threads add sessions
+        for (auto& [id, st] : sessions_) {
+            if (&st == &keep || st.busy || st.seq < 0 || kv_.n_tokens(st.seq) == 0) continue;
+            if (victim == nullptr || st.last_used < victim->last_used) victim = &st;
+        }
+    }
+    if (victim == nullptr) return false;
+    kv_.drop(victim->seq);
+    victim->seq = -1;
+    victim->n_cached_blocks = 0;
+    std::lock_guard lock(counters_mutex_);
+    ++counters_.n_evicted_sessions;
+    return true;
+}
+
 void engine::finish(active& a, finish_reason reason, std::string error) {
     if (a.done) return;
     a.done = true;
@@ -166,6 +231,17 @@ void engine::finish(active& a, finish_reason reason, std::string error) {
         a.stats.prefill_ms = ms_between(a.started, a.first_token);
         a.stats.decode_ms = ms_between(a.first_token, now);
     }
+    {
+        std::lock_guard lock(counters_mutex_);
+        ++counters_.n_requests;
+        counters_.n_appended += static_cast<uint64_t>(a.stats.n_appended);
+        counters_.n_prefilled += static_cast<uint64_t>(a.stats.n_prefilled);
+        counters_.n_cached += static_cast<uint64_t>(a.stats.n_cached);
+        counters_.n_generated += static_cast<uint64_t>(a.stats.n_generated);
+        counters_.n_drafted += static_cast<uint64_t>(a.stats.n_drafted);
+        counters_.n_draft_accepted += static_cast<uint64_t>(a.stats.n_draft_accepted);
+    }
+    n_free_blocks_.store(kv_.n_free_blocks(), std::memory_order_relaxed);  // what on_done's caller will read
     if (reason == finish_reason::error) TACHYON_LOG(warn, "engine: request " << a.id << " failed: " << a.stats.error);
     if (!a.req.on_done) return;
     if (deferring_) {
@@ -185,8 +261,11 @@ bool engine::admit() {
         session_state& s = it->second;
         if (n < static_cast<int>(s.tokens.size())) s.tokens.resize(static_cast<size_t>(n));
         if (s.seq >= 0 && n < kv_.n_tokens(s.seq)) kv_.truncate(s.seq, n);
+        s.n_cached_blocks = std::min(s.n_cached_blocks, n / options_.block_size);
     }
     truncates_.clear();
+    if (clear_prefix_ && prefix_) prefix_->clear(kv_);
+    clear_prefix_ = false;
     for (request_id id : cancels_) {
         for (auto& a : active_)
             if (a->id == id) finish(*a, finish_reason::cancelled);
@@ -223,6 +302,7 @@ bool engine::admit() {
             if (n_running >= options_.max_active) break;  // the rest wait their turn, in order
         }
         sit->second.busy = true;
+        sit->second.last_used = ++tick_;
         if (sit->second.seq < 0) sit->second.seq = kv_.create();
         auto a = std::make_unique<active>(it->first, std::move(it->second), &sit->second);
         a->stats.n_appended = static_cast<int>(a->req.append.size());
@@ -233,6 +313,7 @@ bool engine::admit() {
             finish(*a, finish_reason::error, "request holds a token id outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
         } else {
             sit->second.tokens.insert(sit->second.tokens.end(), a->req.append.begin(), a->req.append.end());
+            if (prefix_ && kv_.n_tokens(sit->second.seq) == 0) attach_prefix(sit->second, *a);
         }
         active_.push_back(std::move(a));
         it = queue_.erase(it);
@@ -242,6 +323,7 @@ bool engine::admit() {
         if (a->done && a->session != nullptr) a->session->busy = false;
     }
     active_.erase(std::remove_if(active_.begin(), active_.end(), [](const auto& a) { return a->done; }), active_.end());
+    n_queued_.store(static_cast<int>(queue_.size()), std::memory_order_relaxed);
     for (auto it = sessions_.begin(); it != sessions_.end();) {
         if (it->second.closing && !it->second.busy) {
             if (it->second.seq >= 0) kv_.drop(it->second.seq);
@@ -257,9 +339,15 @@ void engine::step() {
     const int n_vocab = model_->hparams().n_vocab;
     batch_.clear();
     int budget = options_.max_batch_tokens;
-    std::vector<std::pair<active*, int>> planned;  // request, tokens it put in the batch
-    // Decoding requests first (one token each), so decoding never stalls
-    // behind a long prefill; prefill fills the rest of the budget in chunks.
+    struct planned_entry {
+        active* a;
+        int n;                       // tokens it put in the batch
+        std::vector<int32_t> draft;  // of those, speculative (after the pending token)
+    };
+    std::vector<planned_entry> planned;
+    // Decoding requests first (one token each, plus a draft), so decoding
+    // never stalls behind a long prefill; prefill fills the rest of the
+    // budget in chunks.
     for (int pass = 0; pass < 2; ++pass) {
         for (auto& up : active_) {
             active& a = *up;
@@ -279,8 +367,20 @@ void engine::step() {
                 }
                 continue;
             }
-            const int n = std::min(pending, budget);
-            if (auto st = kv_.reserve(s.seq, n); !st) {
+            std::vector<int32_t> draft;
+            if (decoding && pending == 1 && (a.req.n_draft > 0 || a.req.propose)) {
+                const int room = std::min(budget - 1, a.req.max_tokens - static_cast<int>(a.generated.size()) - 1);
+                if (room > 0 && a.req.propose) {
+                    a.req.propose(a.generated, draft);
+                    if (static_cast<int>(draft.size()) > room) draft.resize(static_cast<size_t>(room));
+                    for (int32_t t : draft)
+                        if (t < 0 || t >= n_vocab) draft.clear();  // a bad guess is no guess
+                }
+                if (room > 0 && draft.empty() && a.req.n_draft > 0)
+                    draft = prompt_lookup_draft(s.tokens, {.n_draft = std::min(a.req.n_draft, room)});
+            }
+            const int n = std::min(pending, budget) + static_cast<int>(draft.size());
+            if (auto st = reserve_kv(s, n); !st) {
                 finish(a, finish_reason::error, st.err().message);
                 continue;
             }
@@ -288,13 +388,14 @@ void engine::step() {
                 a.started_ = true;
                 a.started = clock_type::now();
             }
-            const bool last_chunk = n == pending;
+            const bool last_chunk = n - static_cast<int>(draft.size()) == pending;
+            const bool want = last_chunk && a.req.max_tokens > 0;
             for (int i = 0; i < n; ++i) {
-                const bool want = last_chunk && i == n - 1 && a.req.max_tokens > 0;
-                batch_.add(s.tokens[static_cast<size_t>(computed + i)], s.seq, computed + i, want);
+                const int32_t t = i < pending ? s.tokens[static_cast<size_t>(computed + i)] : draft[static_cast<size_t>(i - pending)];
+                batch_.add(t, s.seq, computed + i, want && i >= pending - 1);
             }
             budget -= n;
-            planned.emplace_back(&a, n);
+            planned.push_back({&a, n, std::move(draft)});
         }
     }
     if (batch_.size() == 0) return;
@@ -304,28 +405,47 @@ void engine::step() {
     model_->forward(*ctx_, batch_, kv_, logits_.data());
 
     size_t row = 0;
-    for (auto [ap, n] : planned) {
+    for (auto& [ap, n, draft] : planned) {
         active& a = *ap;
         session_state& s = *a.session;
         const int computed = kv_.n_tokens(s.seq);
         kv_.commit(s.seq, n);
-        if (a.in_prefill) a.stats.n_prefilled += n;
-        const bool has_logits = computed + n == static_cast<int>(s.tokens.size()) && a.req.max_tokens > 0;
-        if (!has_logits) continue;
-        std::span<const float> logits(&logits_[row * n_vocab], static_cast<size_t>(n_vocab));
-        ++row;
-        if (a.done) continue;  // cancelled meanwhile
+        const int n_real = n - static_cast<int>(draft.size());
+        if (a.in_prefill) a.stats.n_prefilled += n_real;
+        const bool has_logits = computed + n_real == static_cast<int>(s.tokens.size()) && a.req.max_tokens > 0;
+        if (has_logits) {
+            const float* rows = &logits_[row * n_vocab];
+            row += 1 + draft.size();
+            if (!a.done) {
+                const int kept = sample_rows(a, rows, draft);
+                // Keys and values of draft tokens the sampler did not pick are dropped.
+                if (kept < static_cast<int>(draft.size())) kv_.truncate(s.seq, computed + n_real + kept);
+            } else if (!draft.empty()) {
+                kv_.truncate(s.seq, computed + n_real);
+            }
+        }
+        offer_to_cache(s);
+    }
+}
+
+int engine::sample_rows(active& a, const float* logits, std::span<const int32_t> draft) {
+    const int n_vocab = model_->hparams().n_vocab;
+    session_state& s = *a.session;
+    int kept = 0;
+    for (size_t i = 0; i <= draft.size() && !a.done; ++i) {
+        std::span<const float> row(logits + i * static_cast<size_t>(n_vocab), static_cast<size_t>(n_vocab));
         std::span<const uint8_t> allowed;
         if (a.req.constrain) {
+            // The constraint sees only tokens that were kept, so a rejected draft never reaches it.
             mask_.assign(static_cast<size_t>(n_vocab), 1);
             a.req.constrain(a.generated, mask_);
             allowed = mask_;
             if (std::find(mask_.begin(), mask_.end(), uint8_t{1}) == mask_.end()) {
                 finish(a, finish_reason::error, "the constraint allows no token");
-                continue;
+                break;
             }
         }
-        const int32_t token = a.smp.sample(logits, s.tokens, allowed);
+        const int32_t token = a.smp.sample(row, s.tokens, allowed);
         if (a.generated.empty()) a.first_token = clock_type::now();
         a.in_prefill = false;
         a.generated.push_back(token);
@@ -333,6 +453,8 @@ void engine::step() {
             std::lock_guard lock(mutex_);
             s.tokens.push_back(token);
         }
+        const bool matches_draft = i < draft.size() && token == draft[i];
+        kept += matches_draft ? 1 : 0;
         bool go_on = a.req.on_token ? a.req.on_token(token) : true;
         bool stop_token = std::find(a.req.stop_tokens.begin(), a.req.stop_tokens.end(), token) != a.req.stop_tokens.end();
         if (!go_on || stop_token) {
@@ -340,7 +462,20 @@ void engine::step() {
         } else if (static_cast<int>(a.generated.size()) >= a.req.max_tokens) {
             finish(a, finish_reason::length);
         }
+        if (!matches_draft) break;
     }
+    a.stats.n_drafted += static_cast<int>(draft.size());
+    a.stats.n_draft_accepted += kept;
+    return kept;
+}
+
+void engine::offer_to_cache(session_state& s) {
+    if (!prefix_) return;
+    const int n_full = kv_.n_tokens(s.seq) / options_.block_size;
+    if (n_full <= s.n_cached_blocks) return;
+    prefix_->insert(std::span<const int32_t>(s.tokens).first(static_cast<size_t>(n_full) * options_.block_size),
+                    kv_.block_table(s.seq).first(static_cast<size_t>(n_full)), kv_);
+    s.n_cached_blocks = n_full;
 }
 
 void engine::loop() {
@@ -350,7 +485,7 @@ void engine::loop() {
             std::unique_lock lock(mutex_);
             wake_.wait(lock, [this] {
                 return stop_ || !queue_.empty() || !cancels_.empty() || !truncates_.empty() || !closes_.empty() ||
-                       !active_.empty();
+                       clear_prefix_ || !active_.empty();
             });
             deferring_ = true;
             bool go_on = admit();
@@ -359,8 +494,16 @@ void engine::loop() {
         }
         for (auto& cb : deferred_) cb();
         deferred_.clear();
+        const auto t0 = clock_type::now();
         step();
+        const double step_ms = ms_between(t0, clock_type::now());
         n_free_blocks_.store(kv_.n_free_blocks(), std::memory_order_relaxed);
+        std::lock_guard lock(counters_mutex_);
+        counters_.busy_ms += step_ms;
+        counters_.n_active = static_cast<int>(std::count_if(active_.begin(), active_.end(), [](const auto& a) { return !a->done; }));
+        counters_.n_queued = n_queued_.load(std::memory_order_relaxed);
+        counters_.n_kv_blocks_free = kv_.n_free_blocks();
+        counters_.n_kv_blocks_cached = prefix_ ? prefix_->n_blocks() : 0;
     }
     // Shutting down: everything still queued or running ends as cancelled.
     for (auto& cb : deferred_) cb();

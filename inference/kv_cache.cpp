@@ -36,6 +36,16 @@ seq_id kv_cache::create() {
     return id;
 }
 
+seq_id kv_cache::create_shared(std::span<const int> blocks) {
+    sequence s;
+    s.blocks.assign(blocks.begin(), blocks.end());
+    s.n_tokens = static_cast<int>(blocks.size()) * config_.block_size;
+    for (int b : s.blocks) retain_block(b);
+    seq_id id = next_id_++;
+    seqs_.emplace(id, std::move(s));
+    return id;
+}
+
 result<seq_id> kv_cache::fork(seq_id src) {
     if (!contains(src)) return make_error(errc::not_found, "kv_cache: fork of unknown sequence " + std::to_string(src));
     sequence copy = get(src);

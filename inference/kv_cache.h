@@ -33,6 +33,9 @@ public:
     const kv_cache_config& config() const { return config_; }
 
     seq_id create();
+    // A new sequence whose first positions are these full blocks, which other
+    // holders (a prefix cache, other sequences) share: n_tokens = blocks.size() * block_size.
+    seq_id create_shared(std::span<const int> blocks);
     // A new sequence sharing every block of `src` (no copy until one writes).
     result<seq_id> fork(seq_id src);
     // Makes room for n_new more positions after the current end; copies a

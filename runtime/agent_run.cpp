@@ -402,6 +402,18 @@ asio::awaitable<request_stats> runner::generate(std::vector<int32_t> append, int
     if (constraint_) r.constrain = [c = constraint_](std::span<const int32_t> generated, std::span<uint8_t> allowed) {
         c->as_mask_callback()(generated, allowed);
     };
+    if (req_.switches.spec_decode) r.n_draft = 8;
+    if (constraint_ && req_.switches.jump_forward) {
+        // Jump-forward: where the grammar allows one continuation only (keys,
+        // punctuation, the rest of a grounded value), its tokens are drafted
+        // and verified in one forward instead of decoded one by one.
+        r.propose = [c = constraint_, host = env_.host](std::span<const int32_t> generated, std::vector<int32_t>& draft) {
+            c->sync(generated);
+            if (!c->in_region()) return;
+            std::string forced = c->forced_continuation();
+            if (!forced.empty()) draft = host->encode_plain(forced);
+        };
+    }
     auto ex = ex_;
     r.on_token = [this, self = shared_from_this(), st, ex, &turn](int32_t t) {
         asio::post(ex, [this, self, t, &turn] { on_token(t, turn); });
@@ -634,12 +646,17 @@ asio::awaitable<run_outcome> runner::run() {
         parser_.finish(events_);
         handle_events();
         turn.text = turn_text_;
+        // What the engine really computed: the prefix cache may have supplied part of the append.
+        turn.reused_tokens = std::max(0, turn.reused_tokens + turn.prefill_tokens - stats.n_prefilled);
+        turn.prefill_tokens = stats.n_prefilled;
         generated_total_ += stats.n_generated;
         out.n_tool_calls += turn_calls_ + turn_call_errors_;
         out.n_bad_calls += static_cast<int>(turn_errors_.size());
         out.prefill_tokens += stats.n_prefilled;
         out.reused_tokens += turn.reused_tokens;
         out.generated_tokens += stats.n_generated;
+        out.drafted_tokens += stats.n_drafted;
+        out.draft_accepted_tokens += stats.n_draft_accepted;
         out.steps = step;
         out.turns.push_back(turn);
         journal_turn(turn);

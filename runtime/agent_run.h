@@ -28,6 +28,8 @@ struct run_switches {
     bool early_dispatch = true;  // start a tool the moment its call is complete in the stream
     bool parallel_tools = true;  // the calls of one turn run concurrently
     bool kv_retain = true;       // the session's KV stays between turns (else: re-prefill everything)
+    bool spec_decode = true;     // prompt-lookup drafts verified in the decode forward (same output)
+    bool jump_forward = true;    // text the grammar forces is drafted whole and verified in one forward
     bool constrain = true;       // tool calls and the final answer follow their schemas
     bool grounding = true;       // identifier arguments come from values seen in the run
 };
@@ -87,6 +89,7 @@ struct run_outcome {
     double tool_wait_ms = 0;       // time the loop waited for tools after a turn ended
     double overlap_saved_ms = 0;   // tool time hidden under decoding
     int prefill_tokens = 0, reused_tokens = 0, generated_tokens = 0;
+    int drafted_tokens = 0, draft_accepted_tokens = 0;  // speculative decoding and jump-forward
     int n_tool_calls = 0;   // calls the model wrote (valid or not; verify calls not counted)
     int n_bad_calls = 0;    // of those: malformed JSON, unknown tool, or arguments failing the schema
     std::vector<run_turn> turns;

@@ -3,11 +3,14 @@
 //   sequential    a stateless chat API under a simple agent loop: every turn
 //                 re-prefills the conversation, tools start after the turn,
 //                 one at a time, and the engine serves one request at a time;
-//   conventional  a modern serving engine (continuous batching, KV kept per
-//                 conversation) under a mainstream agent framework: the calls
-//                 of a turn run concurrently, but only after the turn ends;
+//   conventional  a modern serving engine (continuous batching, chunked
+//                 prefill, prefix cache) behind a stateless chat API, under a
+//                 mainstream agent framework: each turn re-sends the
+//                 conversation (the prefix cache finds most of it), and the
+//                 calls of a turn run concurrently, but only after the turn;
 //   tachyon       every switch on: tools dispatched the moment their call is
-//                 complete in the stream, in parallel, KV kept, batching.
+//                 complete in the stream, in parallel, the session's KV kept
+//                 between turns, prefix cache, batching.
 // Tool latency: each call waits an injected network latency (lognormal) on
 // an Asio timer, as log stores and trace backends answer.
 #include <algorithm>
@@ -28,29 +31,43 @@ namespace {
 struct mode {
     std::string name;
     run_switches switches;
-    int max_active = 0;  // engine: 1 serves one request at a time
+    int max_active = 0;        // engine: 1 serves one request at a time
+    bool prefix_cache = true;  // engine: shared KV blocks of common prefixes
 };
 
 std::vector<mode> modes_for(const std::string& which) {
-    mode seq{"sequential", {}, 1};
+    mode seq{"sequential", {}, 1, false};
     seq.switches.early_dispatch = false;
     seq.switches.parallel_tools = false;
     seq.switches.kv_retain = false;
-    mode conv{"conventional", {}, 0};
+    seq.switches.spec_decode = false;
+    seq.switches.jump_forward = false;
+    // A stateless chat API over a serving engine with a prefix cache and
+    // continuous batching; the tools of a turn run together after the turn.
+    mode conv{"conventional", {}, 0, true};
     conv.switches.early_dispatch = false;
-    mode all{"tachyon", {}, 0};
+    conv.switches.kv_retain = false;
+    conv.switches.spec_decode = false;
+    conv.switches.jump_forward = false;
+    mode all{"tachyon", {}, 0, true};
     if (which == "sequential") return {seq};
     if (which == "conventional") return {conv};
     if (which == "tachyon") return {all};
     if (which == "ablation") {
-        mode no_early = all, no_parallel = all, no_kv = all;
+        mode no_early = all, no_parallel = all, no_kv = all, no_prefix = all, no_spec = all, no_jump = all;
+        no_spec.name = "tachyon -spec_decode";
+        no_spec.switches.spec_decode = false;
+        no_jump.name = "tachyon -jump_forward";
+        no_jump.switches.jump_forward = false;
+        no_prefix.name = "tachyon -prefix_cache";
+        no_prefix.prefix_cache = false;
         no_early.name = "tachyon -early_dispatch";
         no_early.switches.early_dispatch = false;
         no_parallel.name = "tachyon -parallel_tools";
         no_parallel.switches.parallel_tools = false;
         no_kv.name = "tachyon -kv_retain";
         no_kv.switches.kv_retain = false;
-        return {all, no_early, no_parallel, no_kv};
+        return {all, no_early, no_parallel, no_kv, no_prefix, no_spec, no_jump};
     }
     return {seq, conv, all};
 }
@@ -76,6 +93,7 @@ struct mode_result {
     double decode_tok_s = 0;
     double prefill_computed = 0, prefill_avoided = 0;
     double hidden_pct = 0;
+    double drafted = 0, draft_accepted = 0;
 };
 
 int bench_agents(const cli::parsed_args& args) {
@@ -103,6 +121,7 @@ int bench_agents(const cli::parsed_args& args) {
         so.engine.n_threads = setup->threads;
         so.engine.n_ctx = static_cast<int>(std::max<int64_t>(16384, concurrency * 6144));
         so.engine.max_active = m.max_active;
+        so.engine.prefix_cache = m.prefix_cache;
         so.n_tool_threads = std::max<int>(4, static_cast<int>(concurrency) * 2);
         agent_service service(so);
         eval_run_options o;
@@ -126,6 +145,8 @@ int bench_agents(const cli::parsed_args& args) {
             r.prefill_avoided += c.outcome.reused_tokens;
             tool_ms += c.outcome.tool_ms;
             hidden += c.outcome.overlap_saved_ms;
+            r.drafted += c.outcome.drafted_tokens;
+            r.draft_accepted += c.outcome.draft_accepted_tokens;
         }
         r.decode_tok_s = wall_ms > 0 ? generated * 1000.0 / wall_ms : 0;
         r.hidden_pct = tool_ms > 0 ? 100.0 * hidden / tool_ms : 0;
@@ -146,23 +167,27 @@ int bench_agents(const cli::parsed_args& args) {
                << ", \"p50_ms\": " << r.s.p50_ms << ", \"p95_ms\": " << r.s.p95_ms << ", \"tasks_per_min\": " << r.tasks_per_min
                << ", \"decode_tok_s\": " << r.decode_tok_s << ", \"prefill_computed\": " << r.prefill_computed
                << ", \"prefill_avoided\": " << r.prefill_avoided << ", \"tool_time_hidden_pct\": " << r.hidden_pct
+               << ", \"drafted_tokens\": " << r.drafted << ", \"draft_accepted_tokens\": " << r.draft_accepted
                << ", \"wall_ms\": " << r.wall_ms << "}";
         }
         os << "]}\n";
         std::cout << os.str();
         return 0;
     }
-    std::printf("%-24s %8s %9s %9s %9s %10s %12s %12s %8s %11s %11s\n", "mode", "success", "p50 s", "p95 s", "tasks/min",
-                "decode t/s", "prefill", "avoided", "hidden", "p50 ratio", "tpm ratio");
+    std::printf("%-24s %8s %9s %9s %9s %10s %12s %12s %8s %8s %11s %11s\n", "mode", "success", "p50 s", "p95 s", "tasks/min",
+                "decode t/s", "prefill", "avoided", "hidden", "spec acc", "p50 ratio", "tpm ratio");
     for (const auto& r : results) {
         char p50r[32] = "-", tpmr[32] = "-";
         if (base && base != &r && r.s.p50_ms > 0) std::snprintf(p50r, sizeof p50r, "%.2fx", base->s.p50_ms / r.s.p50_ms);
         if (base && base != &r && base->tasks_per_min > 0) std::snprintf(tpmr, sizeof tpmr, "%.2fx", r.tasks_per_min / base->tasks_per_min);
-        std::printf("%-24s %7.1f%% %9.2f %9.2f %9.1f %10.0f %12.0f %12.0f %7.1f%% %11s %11s\n", r.name.c_str(),
+        char acc[32] = "-";
+        if (r.drafted > 0) std::snprintf(acc, sizeof acc, "%.1f%%", 100.0 * r.draft_accepted / r.drafted);
+        std::printf("%-24s %7.1f%% %9.2f %9.2f %9.1f %10.0f %12.0f %12.0f %7.1f%% %8s %11s %11s\n", r.name.c_str(),
                     r.s.n ? 100.0 * static_cast<double>(r.s.n_success) / static_cast<double>(r.s.n) : 0.0, r.s.p50_ms / 1000, r.s.p95_ms / 1000,
-                    r.tasks_per_min, r.decode_tok_s, r.prefill_computed, r.prefill_avoided, r.hidden_pct, p50r, tpmr);
+                    r.tasks_per_min, r.decode_tok_s, r.prefill_computed, r.prefill_avoided, r.hidden_pct, acc, p50r, tpmr);
     }
-    std::printf("p50 ratio: sequential p50 / this mode's p50 (higher is faster); tpm ratio: tasks/min over sequential's\n");
+    std::printf("p50 ratio: sequential p50 / this mode's p50 (higher is faster); tpm ratio: tasks/min over sequential's;\n"
+                "spec acc: draft tokens kept / verified (prompt lookup and jump-forward)\n");
     return 0;
 }
 

@@ -66,6 +66,8 @@ int run_command(const cli::parsed_args& args) {
     req.switches.early_dispatch = !args.flag("no-early-dispatch");
     req.switches.parallel_tools = !args.flag("no-parallel-tools");
     req.switches.kv_retain = !args.flag("no-kv-retain");
+    req.switches.spec_decode = !args.flag("no-spec-decode");
+    req.switches.jump_forward = !args.flag("no-jump-forward");
     req.switches.grounding = !args.flag("no-grounding");
     req.switches.constrain = !args.flag("no-constrain");
     auto threads = args.get_int("threads");
@@ -74,6 +76,7 @@ int run_command(const cli::parsed_args& args) {
     service_options so;
     so.engine.n_threads = static_cast<int>(*threads);
     so.engine.n_ctx = 16384;
+    so.engine.prefix_cache = !args.flag("no-prefix-cache");
     agent_service service(so);
     auto cancel = std::make_shared<std::atomic<bool>>(false);
 
@@ -122,6 +125,9 @@ cli::command_spec make_run_command() {
         {"no-early-dispatch", 0, cli::option_kind::flag, "", "", "start tools only after the turn ends"},
         {"no-parallel-tools", 0, cli::option_kind::flag, "", "", "run the calls of a turn one at a time"},
         {"no-kv-retain", 0, cli::option_kind::flag, "", "", "re-prefill the whole conversation every turn"},
+        {"no-spec-decode", 0, cli::option_kind::flag, "", "", "decode one token per forward (no prompt-lookup drafts)"},
+        {"no-jump-forward", 0, cli::option_kind::flag, "", "", "decode text the grammar forces token by token"},
+        {"no-prefix-cache", 0, cli::option_kind::flag, "", "", "compute every prompt token even when another session already did"},
         {"no-constrain", 0, cli::option_kind::flag, "", "", "let the model write tool calls unconstrained"},
         {"no-grounding", 0, cli::option_kind::flag, "", "", "do not restrict identifier arguments to values seen in the run"},
     };

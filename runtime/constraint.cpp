@@ -166,9 +166,13 @@ std::string turn_constraint::forced_continuation() const {
     return out;
 }
 
+void turn_constraint::sync(std::span<const int32_t> generated) {
+    while (n_seen_ < generated.size()) accept(generated[n_seen_++]);
+}
+
 mask_callback turn_constraint::as_mask_callback() {
     return [this](std::span<const int32_t> generated, std::span<uint8_t> allowed) {
-        while (n_seen_ < generated.size()) accept(generated[n_seen_++]);
+        sync(generated);
         fill_mask(allowed);
     };
 }

@@ -54,6 +54,9 @@ public:
     // the constraint has stopped and allows everything.
     bool broken() const { return broken_; }
 
+    // Accepts the tokens of `generated` not seen yet (through this or the mask callback).
+    void sync(std::span<const int32_t> generated);
+
     // An adapter for request::constrain: accepts the tokens generated since
     // the last call, then fills the mask. `this` must outlive the request.
     mask_callback as_mask_callback();

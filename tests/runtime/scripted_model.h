@@ -49,6 +49,7 @@ public:
         hparams_.n_ff = 8;
         hparams_.n_ctx_train = 1 << 16;
         const tachyon::token_id end = tok.find_token("<|im_end|>");
+        end_ = end;
         for (const auto& t : turns) {
             for (auto id : tok.encode(t, {.add_special = false, .parse_special = true})) script_.push_back(id);
             script_.push_back(end);
@@ -59,24 +60,44 @@ public:
         std::lock_guard lock(mutex_);
         const size_t n_vocab = static_cast<size_t>(hparams_.n_vocab);
         size_t row = 0;
+        // Rows of one sequence that follow each other are a speculative draft
+        // being verified: row j predicts script[j] only while the draft tokens
+        // before it are the script's; the script advances by the rows the
+        // engine can keep.
+        size_t chain = 0;   // valid rows so far in the current chain
+        bool valid = false;
+        auto advance = [&] {
+            for (size_t k = 0; k < chain && !script_.empty(); ++k) script_.pop_front();
+            chain = 0;
+        };
         for (size_t i = 0; i < batch.size(); ++i) {
             if (!batch.logits[i]) continue;
+            const bool continues = i > 0 && batch.logits[i - 1] && batch.seqs[i - 1] == batch.seqs[i] &&
+                                   batch.positions[i - 1] + 1 == batch.positions[i];
+            if (!continues) {
+                advance();
+                valid = true;
+            } else if (valid) {
+                // The engine stops at the end of a turn: nothing after it is kept.
+                valid = chain - 1 < script_.size() && batch.tokens[i] == script_[chain - 1] && script_[chain - 1] != end_;
+            }
             float* l = logits + row * n_vocab;
             std::fill(l, l + n_vocab, 0.0f);
             // Past the script: keep ending turns.
-            tachyon::token_id next = script_.empty() ? end_fallback_ : script_.front();
-            if (!script_.empty()) script_.pop_front();
-            l[static_cast<size_t>(next)] = 10.0f;
+            tachyon::token_id next = chain < script_.size() ? script_[chain] : end_fallback_;
+            if (valid) ++chain;
+            l[static_cast<size_t>(valid ? next : end_fallback_)] = 10.0f;
             ++row;
         }
+        advance();
     }
-
     void set_fallback(tachyon::token_id id) { end_fallback_ = id; }
 
 private:
     std::mutex mutex_;
     std::deque<tachyon::token_id> script_;
     tachyon::token_id end_fallback_ = 0;
+    tachyon::token_id end_ = -1;
 };
 
 }  // namespace scripted

@@ -54,6 +54,7 @@ struct harness {
     incident_fixture::temp_root root{"agent_run"};
     incident_fixture::temp_root journal_dir{"agent_run_journal"};
     std::shared_ptr<agent_definition> agent = std::make_shared<agent_definition>();
+    bool prefix_cache = true;  // the engine's
 
     harness() {
         incident_fixture::write_incident(root.path);
@@ -81,6 +82,7 @@ struct harness {
         m->set_fallback(tok.find_token("<|im_end|>"));
         engine_options eo;
         eo.n_ctx = 1 << 15;
+        eo.prefix_cache = prefix_cache;
         auto host = model_host::create(std::move(m), tok, chat_format::chatml, eo);
         boost::asio::thread_pool pool(2);
         run_request req;
@@ -248,15 +250,26 @@ TEST_CASE("cancellation stops a run in a tool wait and closes the journal") {
     CHECK(log->end()->state == journal::run_state::cancelled);
 }
 
-TEST_CASE("without kv_retain every turn prefills the whole conversation") {
-    harness h;
+TEST_CASE("without kv_retain every turn prefills the whole conversation, unless the prefix cache has it") {
     run_switches sw;
     sw.kv_retain = false;
-    auto out = h.run({call("error_summary", "{}"), k_answer_ok}, sw);
+    harness stateless;
+    stateless.prefix_cache = false;
+    auto out = stateless.run({call("error_summary", "{}"), k_answer_ok}, sw);
     CHECK(out.verified);
     REQUIRE(out.turns.size() == 2);
     CHECK(out.turns[1].reused_tokens == 0);
     CHECK(out.turns[1].prefill_tokens > out.turns[0].prefill_tokens);
+
+    // A stateless client of a caching engine: the re-sent conversation is
+    // found in the cache but for its last, partial block.
+    harness cached;
+    auto c = cached.run({call("error_summary", "{}"), k_answer_ok}, sw);
+    CHECK(c.verified);
+    REQUIRE(c.turns.size() == 2);
+    CHECK(c.turns[1].reused_tokens >= c.turns[0].prefill_tokens - 16);
+    CHECK(c.turns[1].prefill_tokens < out.turns[1].prefill_tokens);
+    CHECK(c.answer == out.answer);
 }
 
 TEST_CASE("constrained decoding keeps a model from calling unknown tools or inventing identifiers") {
