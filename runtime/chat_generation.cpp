@@ -362,7 +362,7 @@ void chat_generation::impl::finish(const request_stats& stats) {
         session = 0;
     }
     out.tokens.completion_tokens = stats.n_generated;
-    out.tokens.cached_tokens = std::max(0, stats.n_appended - stats.n_prefilled);
+    out.tokens.cached_tokens = stats.n_cached;  // prompt tokens the prefix cache supplied
     if (!out.tool_calls.empty()) out.finish_reason = "tool_calls";
     else if (stats.finish == finish_reason::length && !stopped) out.finish_reason = "length";
     else out.finish_reason = "stop";

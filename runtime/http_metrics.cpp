@@ -83,12 +83,23 @@ void metrics::observe_tool(std::string_view tool, double ms) {
 }
 
 void metrics::render_engine(std::string& out, const model_entry& m) {
-    const engine& e = m.host->eng();
-    const int total = (e.options().n_ctx + e.options().block_size - 1) / e.options().block_size;
-    const int free_blocks = e.n_free_kv_blocks();
+    const engine_counters c = m.host->eng().counters();
     const std::string l = "{model=\"" + label_value(m.id) + "\"}";
-    out += "tachyon_kv_blocks_total" + l + " " + std::to_string(total) + "\n";
-    out += "tachyon_kv_blocks_used" + l + " " + std::to_string(total - free_blocks) + "\n";
+    auto line = [&](const char* name, double v) { out += std::string(name) + l + " " + number(v) + "\n"; };
+    line("tachyon_kv_blocks_total", c.n_kv_blocks);
+    line("tachyon_kv_blocks_used", c.n_kv_blocks - c.n_kv_blocks_free);
+    line("tachyon_kv_blocks_cached", c.n_kv_blocks_cached);
+    line("tachyon_engine_queue_depth", c.n_queued);
+    line("tachyon_engine_active_requests", c.n_active);
+    line("tachyon_engine_requests_total", static_cast<double>(c.n_requests));
+    line("tachyon_engine_prompt_tokens_total", static_cast<double>(c.n_appended));
+    line("tachyon_engine_prefilled_tokens_total", static_cast<double>(c.n_prefilled));
+    line("tachyon_engine_generated_tokens_total", static_cast<double>(c.n_generated));
+    line("tachyon_engine_prefix_cache_hit_tokens_total", static_cast<double>(c.n_cached));
+    line("tachyon_engine_prefix_cache_lookup_tokens_total", static_cast<double>(c.n_cache_lookup_tokens));
+    line("tachyon_engine_prefix_cache_hit_rate", c.n_cache_lookup_tokens > 0 ? static_cast<double>(c.n_cached) / c.n_cache_lookup_tokens : 0.0);
+    line("tachyon_engine_evicted_sessions_total", static_cast<double>(c.n_evicted_sessions));
+    line("tachyon_engine_busy_seconds_total", c.busy_ms / 1000.0);
 }
 
 std::string metrics::render(const std::vector<model_entry>& models, const run_state_counts& runs) const {
@@ -104,9 +115,9 @@ std::string metrics::render(const std::vector<model_entry>& models, const run_st
     out += "tachyon_prompt_tokens_total " + std::to_string(prompt_tokens_) + "\n";
     header(out, "tachyon_completion_tokens_total", "counter", "Generated tokens of chat completions.");
     out += "tachyon_completion_tokens_total " + std::to_string(completion_tokens_) + "\n";
-    header(out, "tachyon_prefix_cache_hit_tokens_total", "counter", "Prompt tokens whose KV the engine already held.");
+    header(out, "tachyon_prefix_cache_hit_tokens_total", "counter", "Prompt tokens of chat completions served from the prefix cache.");
     out += "tachyon_prefix_cache_hit_tokens_total " + std::to_string(cached_tokens_) + "\n";
-    header(out, "tachyon_prefix_cache_hit_rate", "gauge", "Share of prompt tokens served from the engine's KV (all time).");
+    header(out, "tachyon_prefix_cache_hit_rate", "gauge", "Share of chat completion prompt tokens served from the prefix cache (all time).");
     out += "tachyon_prefix_cache_hit_rate " + number(prompt_tokens_ > 0 ? static_cast<double>(cached_tokens_) / prompt_tokens_ : 0.0) + "\n";
     const auto now = std::chrono::steady_clock::now();
     while (!recent_.empty() && now - recent_.front().first > k_window) recent_.pop_front();
@@ -118,8 +129,21 @@ std::string metrics::render(const std::vector<model_entry>& models, const run_st
     out += "tachyon_chat_requests_in_flight " + std::to_string(in_flight_) + "\n";
     header(out, "tachyon_chat_queue_depth", "gauge", "Chat completions waiting for their first token.");
     out += "tachyon_chat_queue_depth " + std::to_string(queued_) + "\n";
+    // The engine's own counters, per model (inference/engine.h engine_counters).
     header(out, "tachyon_kv_blocks_total", "gauge", "KV cache blocks of the model's engine.");
-    header(out, "tachyon_kv_blocks_used", "gauge", "KV cache blocks in use.");
+    header(out, "tachyon_kv_blocks_used", "gauge", "KV cache blocks held by sessions or the prefix cache.");
+    header(out, "tachyon_kv_blocks_cached", "gauge", "KV cache blocks listed by the prefix cache.");
+    header(out, "tachyon_engine_queue_depth", "gauge", "Engine requests waiting for their session or a slot.");
+    header(out, "tachyon_engine_active_requests", "gauge", "Engine requests being served.");
+    header(out, "tachyon_engine_requests_total", "counter", "Engine requests ended (chat completions and agent turns).");
+    header(out, "tachyon_engine_prompt_tokens_total", "counter", "Tokens appended to sessions.");
+    header(out, "tachyon_engine_prefilled_tokens_total", "counter", "Prompt tokens a forward computed.");
+    header(out, "tachyon_engine_generated_tokens_total", "counter", "Tokens sampled.");
+    header(out, "tachyon_engine_prefix_cache_hit_tokens_total", "counter", "Prompt tokens found in the prefix cache.");
+    header(out, "tachyon_engine_prefix_cache_lookup_tokens_total", "counter", "Prompt tokens of fresh sequences looked up in the prefix cache.");
+    header(out, "tachyon_engine_prefix_cache_hit_rate", "gauge", "Prefix-cache hit tokens over looked-up tokens (all time).");
+    header(out, "tachyon_engine_evicted_sessions_total", "counter", "Idle sessions whose KV was dropped for memory.");
+    header(out, "tachyon_engine_busy_seconds_total", "counter", "Time the engine spent in forward steps.");
     for (const auto& m : models) render_engine(out, m);
     header(out, "tachyon_tool_call_duration_seconds", "histogram", "Tool call latency of agent runs.");
     for (const auto& [tool, h] : tools_) {

@@ -1,9 +1,10 @@
 // Counters of the HTTP server, written as Prometheus text (/metrics):
 // requests by route and status, prompt and completion tokens, throughput
-// over the last 10 s, requests in flight and queued, KV blocks per model,
-// the prefix-cache hit rate (prompt tokens whose KV the engine already held,
-// from its per-request statistics), tool-call latency histograms, and agent
-// runs by state. Thread-safe; one object per server, passed explicitly.
+// over the last 10 s, chat completions in flight and queued, the prefix-cache
+// hit rate of chat prompts, tool-call latency histograms, agent runs by
+// state, and per model the engine's own counters (KV blocks, engine queue,
+// prefix-cache lookups and hits). Thread-safe; one object per server,
+// passed explicitly.
 #pragma once
 
 #include <chrono>

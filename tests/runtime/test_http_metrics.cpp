@@ -61,6 +61,8 @@ TEST_CASE("http_metrics: KV blocks come from the model's engine") {
     http::metrics m;
     const std::string text = m.render({{"scripted", host}}, {});
     CHECK(has_line(text, R"(tachyon_kv_blocks_total{model="scripted"} 64)"));
+    CHECK(has_line(text, R"(tachyon_engine_prefix_cache_hit_rate{model="scripted"} 0)"));
+    CHECK(has_line(text, R"(tachyon_engine_queue_depth{model="scripted"} 0)"));
     // Used blocks are what the engine thread last published: present, at most the total.
     const size_t at = text.find(R"(tachyon_kv_blocks_used{model="scripted"} )");
     REQUIRE(at != std::string::npos);
