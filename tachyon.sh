@@ -10,6 +10,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$root"
 
 build_packages=(g++ cmake make libboost1.81-dev libboost-system1.81-dev libsimdjson-dev libtbb-dev doctest-dev)
+# The client tests (tests/clients/) drive `tachyon serve` with curl, wrk and the openai npm package.
+test_packages=(curl wrk)
 
 log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
 
@@ -29,6 +31,12 @@ ensure_packages() {
     log "installing: ${missing[*]}"
     "${sudo[@]}" apt-get update >&2
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >&2
+}
+
+# node and npm: Debian's nodejs and npm packages, unless a node with npm is already there (NodeSource ships both in one).
+ensure_node() {
+    command -v node >/dev/null && command -v npm >/dev/null && return 0
+    ensure_packages nodejs npm
 }
 
 build() {
@@ -68,6 +76,8 @@ case "${1:-}" in
         ;;
     test)
         build
+        ensure_packages "${test_packages[@]}"
+        ensure_node
         log "running the test suite"
         ctest --preset release
         ;;
