@@ -250,12 +250,18 @@ void engine::finish(active& a, finish_reason reason, std::string error) {
     }
     n_free_blocks_.store(kv_.n_free_blocks(), std::memory_order_relaxed);  // what on_done's caller will read
     if (reason == finish_reason::error) TACHYON_LOG(warn, "engine: request " << a.id << " failed: " << a.stats.error);
+    // Callbacks may hold their owner alive (an agent run): released here, on
+    // time, rather than whenever the finished request is swept.
+    a.req.on_token = nullptr;
+    a.req.constrain = nullptr;
+    a.req.propose = nullptr;
     if (!a.req.on_done) return;
     if (deferring_) {
         // Inside admit() the lock is held; callbacks may call back into the engine.
         deferred_.push_back([cb = std::move(a.req.on_done), stats = a.stats] { cb(stats); });
     } else {
         a.req.on_done(a.stats);
+        a.req.on_done = nullptr;
     }
 }
 

@@ -33,22 +33,7 @@ using clock_type = std::chrono::steady_clock;
 // Identifier-like words of a text (service names, trace ids, line ids,
 // timestamps): the values grounded arguments may take.
 void collect_identifiers(std::string_view text, std::set<std::string>& out) {
-    auto word_char = [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-               c == '.' || c == ':' || c == '/';
-    };
-    auto edge_char = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
-    size_t i = 0;
-    while (i < text.size()) {
-        while (i < text.size() && !word_char(text[i])) ++i;
-        size_t j = i;
-        while (j < text.size() && word_char(text[j])) ++j;
-        size_t a = i, b = j;
-        while (a < b && !edge_char(text[a])) ++a;
-        while (b > a && !edge_char(text[b - 1])) --b;
-        if (b - a >= 2 && b - a <= 80) out.emplace(text.substr(a, b - a));
-        i = j;
-    }
+    for (auto& id : identifiers_in(text)) out.insert(std::move(id));
 }
 
 // One tool call in flight.
@@ -58,6 +43,7 @@ struct call_slot {
     std::shared_ptr<tools::tool> tool;
     std::atomic<bool> cancel{false};
     bool finished = false;
+    bool speculative = false;  // started from a prediction; not the model's until its call matches
     asio::steady_timer timeout;
     async_flag done;
     std::string error;
@@ -87,6 +73,10 @@ private:
     void run_call(const std::shared_ptr<call_slot>& slot);
     double sample_latency();
     void finish_call(const std::shared_ptr<call_slot>& slot, bool ok, std::string text);
+    void record_call(const call_slot& slot);
+    void start_speculative_calls(int step);
+    std::shared_ptr<call_slot> take_speculative(const std::string& name, const std::string& arguments_json, int index);
+    void discard_speculative();
     asio::awaitable<void> await_calls(const std::vector<std::shared_ptr<call_slot>>& calls);
     asio::awaitable<std::pair<bool, std::string>> verify(const std::string& answer);
     result<std::vector<int32_t>> next_turn_tokens(const std::string& turn_text, int32_t end_token,
@@ -115,6 +105,12 @@ private:
     std::shared_ptr<const json_schema> output_schema_;
     std::shared_ptr<turn_constraint> constraint_;  // the running turn's, used on the engine thread
     std::set<std::string> grounded_;
+
+    // Speculative tools: calls predicted for the turn being decoded, and what
+    // the prediction is made from (the previous turn's calls and results).
+    std::vector<std::shared_ptr<call_slot>> spec_slots_;
+    std::string prev_kind_ = "<start>";
+    std::vector<std::string> prev_ids_;
 
     session_id session_ = 0;
     request_id current_request_ = 0;
@@ -204,23 +200,80 @@ void runner::finish_call(const std::shared_ptr<call_slot>& slot, bool ok, std::s
     slot->rec.end_ms = now_ms();
     slot->rec.ok = ok;
     slot->rec.result = std::move(text);
-    out_.calls.push_back(slot->rec);
-    if (env_.observer) env_.observer->on_tool_end(slot->rec);
+    if (!slot->speculative) record_call(*slot);  // a prediction is recorded when the model's call matches it
+    slot->done.set();
+}
+
+void runner::record_call(const call_slot& slot) {
+    out_.calls.push_back(slot.rec);
+    if (env_.observer) env_.observer->on_tool_end(slot.rec);
     if (journal_) {
         journal::tool_call_event e;
-        e.step = slot->rec.step;
-        e.call_id = slot->rec.call_id;
-        e.name = slot->rec.name;
-        e.arguments_json = slot->rec.arguments;
-        e.start_ms = slot->rec.start_ms;
-        e.end_ms = slot->rec.end_ms;
-        e.ok = ok;
-        e.result = ok ? slot->rec.result : std::string();
-        e.error = ok ? std::string() : slot->rec.result;
-        e.early = slot->rec.early;
+        e.step = slot.rec.step;
+        e.call_id = slot.rec.call_id;
+        e.name = slot.rec.name;
+        e.arguments_json = slot.rec.arguments;
+        e.start_ms = slot.rec.start_ms;
+        e.end_ms = slot.rec.end_ms;
+        e.ok = slot.rec.ok;
+        e.result = slot.rec.ok ? slot.rec.result : std::string();
+        e.error = slot.rec.ok ? std::string() : slot.rec.result;
+        e.early = slot.rec.early;
         (void)journal_->tool_call(e);
     }
-    slot->done.set();
+}
+
+// Starts the read-only calls the agent's history predicts for this turn,
+// before the model writes them.
+void runner::start_speculative_calls(int step) {
+    spec_slots_.clear();
+    if (!env_.predictor) return;
+    env_.predictor->count_turn(prev_kind_);
+    if (!req_.switches.speculative_tools) return;
+    const grounded_values gv = grounding();
+    for (const auto& p : env_.predictor->predict(prev_kind_, prev_ids_)) {
+        auto it = tool_by_name_.find(p.name);
+        if (it == tool_by_name_.end() || !it->second.first->flags().read_only) continue;
+        if (!it->second.second->validate(p.arguments, req_.switches.grounding ? &gv : nullptr)) continue;
+        auto args = json::minify(p.arguments, "predicted call");
+        if (!args) continue;
+        auto slot = make_call(step, -1, p.name, *args, true);
+        slot->speculative = true;
+        ++out_.n_spec_calls;
+        start_call(slot);
+        spec_slots_.push_back(std::move(slot));
+    }
+}
+
+// The speculative call the model's call matches exactly (name and minified
+// arguments), now the model's; null when none does.
+std::shared_ptr<call_slot> runner::take_speculative(const std::string& name, const std::string& arguments_json, int index) {
+    if (spec_slots_.empty()) return nullptr;
+    auto args = json::minify(arguments_json, "call");
+    if (!args) return nullptr;
+    for (auto it = spec_slots_.begin(); it != spec_slots_.end(); ++it) {
+        auto slot = *it;
+        if (slot->rec.name != name || slot->rec.arguments != *args) continue;
+        spec_slots_.erase(it);
+        slot->speculative = false;
+        slot->rec.step = turn_step_;
+        slot->rec.call_id = "call_" + std::to_string(turn_step_) + "_" + std::to_string(index);
+        ++out_.n_spec_hits;
+        out_.spec_saved_ms += (slot->finished ? slot->rec.end_ms : now_ms()) - slot->rec.start_ms;
+        if (env_.observer) env_.observer->on_tool_start(slot->rec);
+        if (slot->finished) record_call(*slot);
+        return slot;
+    }
+    return nullptr;
+}
+
+// Predictions the model did not make are cancelled and forgotten.
+void runner::discard_speculative() {
+    for (auto& slot : spec_slots_) {
+        slot->cancel.store(true);
+        if (!slot->finished) finish_call(slot, false, slot->rec.name + ": speculative call discarded");
+    }
+    spec_slots_.clear();
 }
 
 void runner::stop_work() {
@@ -248,7 +301,7 @@ void runner::watch_cancel() {
 void runner::start_call(const std::shared_ptr<call_slot>& slot) {
     slot->rec.start_ms = now_ms();
     live_calls_.push_back(slot);
-    if (env_.observer) env_.observer->on_tool_start(slot->rec);
+    if (env_.observer && !slot->speculative) env_.observer->on_tool_start(slot->rec);
     int64_t timeout_ms = agent_->budgets.tool_timeout_ms;
     for (const auto& t : agent_->tools)
         if (t.name == slot->rec.name && t.timeout_ms) timeout_ms = *t.timeout_ms;
@@ -288,6 +341,9 @@ void runner::run_call(const std::shared_ptr<call_slot>& slot) {
         } catch (const std::exception& e) {
             r = make_error(errc::internal, slot->rec.name + ": internal error: " + e.what());
         }
+        // A call cut off meanwhile (timeout, discarded prediction, cancel) is
+        // finished already: nothing to deliver, and the run may be over.
+        if (slot->cancel.load()) return;
         asio::post(ex, [this, self, slot, r = std::move(r)]() mutable {
             if (r) finish_call(slot, true, std::move(r).value());
             else finish_call(slot, false, r.err().message);
@@ -320,6 +376,11 @@ void runner::handle_events() {
                 auto valid = it->second.second->validate(ev.arguments_json, req_.switches.grounding ? &gv : nullptr);
                 if (!valid) {
                     turn_errors_.emplace_back(ev.index, valid.err().message);
+                    break;
+                }
+                if (auto spec = take_speculative(ev.name, ev.arguments_json, ev.index)) {
+                    // Predicted and already running (or done): the model's call uses it.
+                    turn_slots_.push_back(spec);
                     break;
                 }
                 auto slot = make_call(turn_step_, ev.index, ev.name, ev.arguments_json, req_.switches.early_dispatch);
@@ -579,6 +640,7 @@ asio::awaitable<run_outcome> runner::run() {
     rendered_ = *prompt;
     render_options_.tools = tool_definitions(tools_);
     collect_identifiers(req_.task, grounded_);
+    prev_ids_ = identifiers_in(req_.task);
     auto system = fill_placeholders(a.instructions, req_.inputs, a.file + ": instructions");
     messages_.push_back({"system", *system});
     messages_.push_back({"user", req_.task});
@@ -634,6 +696,7 @@ asio::awaitable<run_outcome> runner::run() {
             }
             constraint_ = std::move(c).value();
         }
+        start_speculative_calls(step);
         auto stats = co_await generate(std::move(append), remaining, turn);
         turn.end_ms = now_ms();
         turn_decode_end_ms_ = turn.end_ms;
@@ -645,6 +708,7 @@ asio::awaitable<run_outcome> runner::run() {
         }
         parser_.finish(events_);
         handle_events();
+        discard_speculative();
         turn.text = turn_text_;
         // What the engine really computed: the prefix cache may have supplied part of the append.
         turn.reused_tokens = std::max(0, turn.reused_tokens + turn.prefill_tokens - stats.n_prefilled);
@@ -697,6 +761,16 @@ asio::awaitable<run_outcome> runner::run() {
             }
             for (const auto& [index, message] : turn_errors_) by_index[index] = "error: " + message;
             for (const auto& [index, text] : by_index) feedback.push_back({"tool", text});
+            // What this turn teaches the predictor, and what the next prediction starts from.
+            std::string kind, results;
+            for (const auto& slot : turn_slots_) {
+                auto args = json::minify(slot->rec.arguments, "call");
+                if (env_.predictor && args) env_.predictor->learn(prev_kind_, prev_ids_, slot->rec.name, *args);
+                kind += (kind.empty() ? "" : "+") + slot->rec.name;
+            }
+            for (const auto& [index, text] : by_index) results += text + "\n";
+            prev_kind_ = kind.empty() ? "<errors>" : kind;
+            prev_ids_ = identifiers_in(results);
         } else {
             // A final answer: a JSON object, valid for the output schema, then the verify checks.
             std::string answer = turn_text_;
@@ -723,6 +797,8 @@ asio::awaitable<run_outcome> runner::run() {
                 problem = message;
             }
             collect_identifiers(problem, grounded_);  // the feedback is text the model reads: it may cite what it names
+            prev_kind_ = "<verify>";
+            prev_ids_ = identifiers_in(problem);
             if (out.verify_attempts > a.max_verify_retries || (problem.rfind("final answer", 0) == 0 && step >= a.budgets.max_steps)) {
                 out.time_to_answer_ms = now_ms();
                 finish(out, "failed", "the answer did not pass verification: " + problem);

@@ -17,6 +17,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "runtime/agent_def.h"
+#include "runtime/call_predictor.h"
 #include "runtime/model_host.h"
 #include "tools/tool.h"
 
@@ -30,6 +31,7 @@ struct run_switches {
     bool kv_retain = true;       // the session's KV stays between turns (else: re-prefill everything)
     bool spec_decode = true;     // prompt-lookup drafts verified in the decode forward (same output)
     bool jump_forward = true;    // text the grammar forces is drafted whole and verified in one forward
+    bool speculative_tools = true;  // predicted read-only calls start before the model writes them (call_predictor.h)
     bool constrain = true;       // tool calls and the final answer follow their schemas
     bool grounding = true;       // identifier arguments come from values seen in the run
 };
@@ -90,6 +92,9 @@ struct run_outcome {
     double overlap_saved_ms = 0;   // tool time hidden under decoding
     int prefill_tokens = 0, reused_tokens = 0, generated_tokens = 0;
     int drafted_tokens = 0, draft_accepted_tokens = 0;  // speculative decoding and jump-forward
+    int n_spec_calls = 0;          // speculative tool calls started
+    int n_spec_hits = 0;           // of those, the model's own call matched: its result was used
+    double spec_saved_ms = 0;      // tool time that had passed when the model's call matched
     int n_tool_calls = 0;   // calls the model wrote (valid or not; verify calls not counted)
     int n_bad_calls = 0;    // of those: malformed JSON, unknown tool, or arguments failing the schema
     std::vector<run_turn> turns;
@@ -113,6 +118,7 @@ struct run_environment {
     boost::asio::thread_pool* tool_pool = nullptr;  // where tool calls run
     run_observer* observer = nullptr;
     std::shared_ptr<std::atomic<bool>> cancel;      // set to stop the run (Ctrl-C)
+    std::shared_ptr<call_predictor> predictor;      // the agent's, shared by its runs; null: no speculative tools
 };
 
 // Runs the agent to a verified answer or a spent budget. Never throws; an

@@ -19,6 +19,7 @@ struct agent_service::impl {
     std::vector<std::thread> io_threads;
     std::mutex mutex;
     std::map<std::string, std::shared_ptr<model_host>> hosts;
+    std::map<std::string, std::shared_ptr<call_predictor>> predictors;  // per agent: what its runs taught
     std::vector<std::weak_ptr<std::atomic<bool>>> cancels;
 
     explicit impl(const service_options& o) : options(o), tool_pool(static_cast<size_t>(std::max(1, o.n_tool_threads))) {
@@ -65,6 +66,12 @@ void agent_service::start(run_request request, run_observer* observer, std::shar
     env.tool_pool = &impl_->tool_pool;
     env.observer = observer;
     env.cancel = cancel;
+    {
+        std::lock_guard lock(impl_->mutex);
+        auto& p = impl_->predictors[request.agent->file + "\n" + request.agent->name];
+        if (!p) p = std::make_shared<call_predictor>();
+        env.predictor = p;
+    }
     asio::co_spawn(asio::make_strand(impl_->io), run_agent(std::move(env), std::move(request)),
                    [done = std::move(done)](std::exception_ptr e, run_outcome out) {
                        if (e) {

@@ -42,6 +42,7 @@ std::vector<mode> modes_for(const std::string& which) {
     seq.switches.kv_retain = false;
     seq.switches.spec_decode = false;
     seq.switches.jump_forward = false;
+    seq.switches.speculative_tools = false;
     // A stateless chat API over a serving engine with a prefix cache and
     // continuous batching; the tools of a turn run together after the turn.
     mode conv{"conventional", {}, 0, true};
@@ -49,12 +50,15 @@ std::vector<mode> modes_for(const std::string& which) {
     conv.switches.kv_retain = false;
     conv.switches.spec_decode = false;
     conv.switches.jump_forward = false;
+    conv.switches.speculative_tools = false;
     mode all{"tachyon", {}, 0, true};
     if (which == "sequential") return {seq};
     if (which == "conventional") return {conv};
     if (which == "tachyon") return {all};
     if (which == "ablation") {
-        mode no_early = all, no_parallel = all, no_kv = all, no_prefix = all, no_spec = all, no_jump = all;
+        mode no_early = all, no_parallel = all, no_kv = all, no_prefix = all, no_spec = all, no_jump = all, no_spec_tools = all;
+        no_spec_tools.name = "tachyon -speculative_tools";
+        no_spec_tools.switches.speculative_tools = false;
         no_spec.name = "tachyon -spec_decode";
         no_spec.switches.spec_decode = false;
         no_jump.name = "tachyon -jump_forward";
@@ -67,7 +71,7 @@ std::vector<mode> modes_for(const std::string& which) {
         no_parallel.switches.parallel_tools = false;
         no_kv.name = "tachyon -kv_retain";
         no_kv.switches.kv_retain = false;
-        return {all, no_early, no_parallel, no_kv, no_prefix, no_spec, no_jump};
+        return {all, no_early, no_parallel, no_kv, no_prefix, no_spec, no_jump, no_spec_tools};
     }
     return {seq, conv, all};
 }
@@ -94,6 +98,9 @@ struct mode_result {
     double prefill_computed = 0, prefill_avoided = 0;
     double hidden_pct = 0;
     double drafted = 0, draft_accepted = 0;
+    double engine_cpu_ms = 0;  // CPU time of the engine thread, all tasks
+    int spec_calls = 0, spec_hits = 0;
+    double spec_saved_ms = 0;
 };
 
 int bench_agents(const cli::parsed_args& args) {
@@ -147,8 +154,12 @@ int bench_agents(const cli::parsed_args& args) {
             hidden += c.outcome.overlap_saved_ms;
             r.drafted += c.outcome.drafted_tokens;
             r.draft_accepted += c.outcome.draft_accepted_tokens;
+            r.spec_calls += c.outcome.n_spec_calls;
+            r.spec_hits += c.outcome.n_spec_hits;
+            r.spec_saved_ms += c.outcome.spec_saved_ms;
         }
         r.decode_tok_s = wall_ms > 0 ? generated * 1000.0 / wall_ms : 0;
+        if (auto h = service.host(shared_agent->model, shared_agent->chat_format)) r.engine_cpu_ms = (*h)->eng().counters().busy_cpu_ms;
         r.hidden_pct = tool_ms > 0 ? 100.0 * hidden / tool_ms : 0;
         results.push_back(r);
     }
@@ -167,27 +178,34 @@ int bench_agents(const cli::parsed_args& args) {
                << ", \"p50_ms\": " << r.s.p50_ms << ", \"p95_ms\": " << r.s.p95_ms << ", \"tasks_per_min\": " << r.tasks_per_min
                << ", \"decode_tok_s\": " << r.decode_tok_s << ", \"prefill_computed\": " << r.prefill_computed
                << ", \"prefill_avoided\": " << r.prefill_avoided << ", \"tool_time_hidden_pct\": " << r.hidden_pct
-               << ", \"drafted_tokens\": " << r.drafted << ", \"draft_accepted_tokens\": " << r.draft_accepted
+               << ", \"engine_cpu_ms\": " << r.engine_cpu_ms << ", \"speculative_calls\": " << r.spec_calls
+               << ", \"speculative_hits\": " << r.spec_hits << ", \"speculative_saved_ms\": " << r.spec_saved_ms << ", \"drafted_tokens\": " << r.drafted << ", \"draft_accepted_tokens\": " << r.draft_accepted
                << ", \"wall_ms\": " << r.wall_ms << "}";
         }
         os << "]}\n";
         std::cout << os.str();
         return 0;
     }
-    std::printf("%-24s %8s %9s %9s %9s %10s %12s %12s %8s %8s %11s %11s\n", "mode", "success", "p50 s", "p95 s", "tasks/min",
-                "decode t/s", "prefill", "avoided", "hidden", "spec acc", "p50 ratio", "tpm ratio");
+    std::printf("%-28s %8s %9s %9s %9s %10s %12s %12s %8s %8s %9s %16s %10s %10s\n", "mode", "success", "p50 s", "p95 s", "tasks/min",
+                "decode t/s", "prefill", "avoided", "hidden", "spec acc", "cpu ms/t", "spec tools", "p50 ratio", "tpm ratio");
     for (const auto& r : results) {
         char p50r[32] = "-", tpmr[32] = "-";
         if (base && base != &r && r.s.p50_ms > 0) std::snprintf(p50r, sizeof p50r, "%.2fx", base->s.p50_ms / r.s.p50_ms);
         if (base && base != &r && base->tasks_per_min > 0) std::snprintf(tpmr, sizeof tpmr, "%.2fx", r.tasks_per_min / base->tasks_per_min);
         char acc[32] = "-";
         if (r.drafted > 0) std::snprintf(acc, sizeof acc, "%.1f%%", 100.0 * r.draft_accepted / r.drafted);
-        std::printf("%-24s %7.1f%% %9.2f %9.2f %9.1f %10.0f %12.0f %12.0f %7.1f%% %8s %11s %11s\n", r.name.c_str(),
+        char spec_tools[48] = "-";
+        if (r.spec_calls > 0)
+            std::snprintf(spec_tools, sizeof spec_tools, "%d/%d %.0fms", r.spec_hits, r.spec_calls, r.spec_hits ? r.spec_saved_ms / r.spec_hits : 0.0);
+        std::printf("%-28s %7.1f%% %9.2f %9.2f %9.1f %10.0f %12.0f %12.0f %7.1f%% %8s %9.1f %16s %10s %10s\n", r.name.c_str(),
                     r.s.n ? 100.0 * static_cast<double>(r.s.n_success) / static_cast<double>(r.s.n) : 0.0, r.s.p50_ms / 1000, r.s.p95_ms / 1000,
-                    r.tasks_per_min, r.decode_tok_s, r.prefill_computed, r.prefill_avoided, r.hidden_pct, acc, p50r, tpmr);
+                    r.tasks_per_min, r.decode_tok_s, r.prefill_computed, r.prefill_avoided, r.hidden_pct, acc,
+                    r.s.n ? r.engine_cpu_ms / static_cast<double>(r.s.n) : 0.0, spec_tools, p50r, tpmr);
     }
     std::printf("p50 ratio: sequential p50 / this mode's p50 (higher is faster); tpm ratio: tasks/min over sequential's;\n"
-                "spec acc: draft tokens kept / verified (prompt lookup and jump-forward)\n");
+                "spec acc: draft tokens kept / verified (prompt lookup and jump-forward);\n"
+                "cpu ms/t: engine thread CPU time per task (inference work, steady when the machine is busy);\n"
+                "spec tools: speculative calls the model then made / started, and the tool time each hit had already run\n");
     return 0;
 }
 

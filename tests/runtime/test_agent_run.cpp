@@ -55,6 +55,7 @@ struct harness {
     incident_fixture::temp_root journal_dir{"agent_run_journal"};
     std::shared_ptr<agent_definition> agent = std::make_shared<agent_definition>();
     bool prefix_cache = true;  // the engine's
+    std::shared_ptr<call_predictor> predictor;  // speculative tools: shared by this harness's runs when set
 
     harness() {
         incident_fixture::write_incident(root.path);
@@ -97,7 +98,7 @@ struct harness {
         // The service would open the model from a file; drive run_agent directly with the scripted host.
         boost::asio::io_context io;
         run_outcome out;
-        run_environment env{host, &pool, nullptr, cancel ? cancel : std::make_shared<std::atomic<bool>>(false)};
+        run_environment env{host, &pool, nullptr, cancel ? cancel : std::make_shared<std::atomic<bool>>(false), predictor};
         boost::asio::co_spawn(boost::asio::make_strand(io), run_agent(env, req), [&](std::exception_ptr e, run_outcome o) {
             REQUIRE_FALSE(e);
             out = std::move(o);
@@ -290,4 +291,47 @@ TEST_CASE("a missing input for a placeholder is a clear error") {
     auto out = h.run({k_answer_ok});
     CHECK(out.state == "failed");
     CHECK(out.error.find("{other_thing}") != std::string::npos);
+}
+
+TEST_CASE("speculative tools: a call the agent's earlier runs always made starts before the model writes it") {
+    harness h;
+    h.predictor = std::make_shared<call_predictor>();
+    const std::vector<std::string> script{call("search_logs", R"({"service": "checkout", "level": "ERROR"})"), k_answer_ok};
+    for (int i = 0; i < 3; ++i) {  // three runs teach the predictor (min_support 3)
+        auto out = h.run(script);
+        CHECK(out.verified);
+        CHECK(out.n_spec_calls == 0);
+    }
+    auto out = h.run(script);
+    CHECK(out.verified);
+    CHECK(out.n_spec_calls == 1);
+    CHECK(out.n_spec_hits == 1);
+    REQUIRE(out.calls.size() == 2);  // the model's call (served by the prediction) and verify
+    CHECK(out.calls[0].name == "search_logs");
+    CHECK(out.calls[0].call_id == "call_1_0");
+    CHECK(out.calls[0].start_ms < out.turns[0].end_ms);
+    CHECK(out.calls[0].result.find("checkout") != std::string::npos);
+    auto log = journal::read_journal(out.journal_path);
+    REQUIRE(log.ok());
+    CHECK(log->warnings.empty());
+}
+
+TEST_CASE("speculative tools: a prediction the model does not make is discarded, never shown to it") {
+    harness h;
+    h.predictor = std::make_shared<call_predictor>();
+    for (int i = 0; i < 3; ++i) h.run({call("search_logs", R"({"service": "checkout"})"), k_answer_ok});
+    // This time the model asks for something else.
+    auto out = h.run({call("search_logs", R"({"service": "checkout", "level": "WARN"})"), k_answer_ok});
+    CHECK(out.verified);
+    CHECK(out.n_spec_calls == 1);
+    CHECK(out.n_spec_hits == 0);
+    REQUIRE(out.calls.size() == 2);
+    CHECK(out.calls[0].arguments.find("WARN") != std::string::npos);
+    for (const auto& c : out.calls) CHECK(c.result.find("discarded") == std::string::npos);
+
+    // Switched off, nothing is predicted.
+    run_switches off;
+    off.speculative_tools = false;
+    auto quiet = h.run({call("search_logs", R"({"service": "checkout"})"), k_answer_ok}, off);
+    CHECK(quiet.n_spec_calls == 0);
 }

@@ -1,0 +1,66 @@
+// Speculative tools: a read-only call the model is about to make is started
+// before the model writes it, and its result is kept only if the real call
+// matches it exactly (DESIGN.md, overlap mechanisms).
+//
+// The prediction is learned from the agent's own history, across its runs:
+// after a turn whose calls were, say, "error_summary", the next turn's call
+// is recorded as a template whose string arguments point at identifiers of
+// that turn's results ("the 2nd distinct identifier"), e.g.
+//   get_trace {"trace_id": <identifier 2>}
+// Once one template has followed the same kind of turn often enough (and
+// most of the time), the next run's turn of that kind starts the call it
+// predicts the moment the results arrive, while the model is still reading
+// them. A wrong guess costs one tool call and nothing else.
+//
+// Thread-safe: runs on different strands share one predictor per agent.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tachyon {
+
+// Identifier-like words of a text (ids, service names, timestamps, line ids),
+// distinct, in order of first appearance.
+std::vector<std::string> identifiers_in(std::string_view text);
+
+struct predicted_call {
+    std::string name;
+    std::string arguments;  // minified JSON, as the model would write it
+};
+
+class call_predictor {
+public:
+    struct options {
+        int min_support = 3;      // times a template must have been seen
+        double min_share = 0.5;   // of the turns of that kind it followed
+        int max_calls = 2;        // predictions per turn
+    };
+
+    call_predictor() = default;
+    explicit call_predictor(options o) : options_(o) {}
+
+    // Records that after a turn of kind `key` (its calls' names) whose results
+    // held `identifiers`, the model called `name` with `arguments` (minified JSON).
+    void learn(const std::string& key, const std::vector<std::string>& identifiers, const std::string& name,
+               const std::string& arguments);
+    // Records a turn of kind `key` (counts the turns a template may follow).
+    void count_turn(const std::string& key);
+
+    // The calls that have followed a turn of this kind often enough (most
+    // frequent first, at most max_calls), made from these identifiers; a
+    // template that points past them is skipped.
+    std::vector<predicted_call> predict(const std::string& key, const std::vector<std::string>& identifiers) const;
+
+private:
+    options options_;
+    mutable std::mutex mutex_;
+    std::map<std::string, int> turns_;                         // key -> turns of that kind seen
+    std::map<std::string, std::map<std::string, int>> seen_;   // key -> template -> times it followed
+};
+
+}  // namespace tachyon
