@@ -63,7 +63,7 @@ struct tool_end_event {
 
 // The final answer went through the agent's checks.
 struct verify_event {
-    int attempt = 0;      // 1, 2, ...
+    int attempt = 0;      // 0 for the first answer, 1 for the next ... (as the journal numbers them)
     bool ok = false;
     std::string message;  // why it failed, for the model (empty when ok)
 };
