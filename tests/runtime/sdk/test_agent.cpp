@@ -118,7 +118,7 @@ TEST_CASE("an agent may verify its answer with one of its C++ tools") {
     CHECK(build_error(s) == "agent 'analyst': verify[0]: C++ tool 'weather' takes no settings");
 }
 
-TEST_CASE("the shipped agent file loads; a file naming a C++ tool needs that tool") {
+TEST_CASE("the shipped agent file loads, and a file naming a C++ tool needs that tool") {
     auto a = agent::load(std::string(TACHYON_SOURCE_DIR) + "/agents/incident-analyst.json");
     REQUIRE_MESSAGE(a.ok(), a.error().message);
     CHECK(a->name() == "incident-analyst");

@@ -84,7 +84,7 @@ TEST_CASE("a run through the public API calls a C++ tool, answers and streams it
     CHECK(s.model.transcript().find("<tool_response>\n{\"status\": \"shipped\"}\n</tool_response>") != std::string::npos);
 }
 
-TEST_CASE("arguments failing a C++ tool's schema never reach it; the model reads the validation error") {
+TEST_CASE("arguments failing a C++ tool's schema never reach it, and the model reads the validation error") {
     scripted_agent s({call("lookup_order", R"({"order_id": "seven"})"), call("lookup_order", R"({"order_id": 404})"),
                       R"({"status": "unknown"})"});
     runtime rt;
@@ -135,7 +135,7 @@ TEST_CASE("a C++ verify check rejects an answer, the model corrects it") {
     CHECK(s.model.transcript().find("the order database says shipped") != std::string::npos);
 }
 
-TEST_CASE("start() returns at once; cancel() stops the run in a tool wait and wait() returns cancelled") {
+TEST_CASE("start() returns at once, cancel() stops the run in a tool wait and wait() returns cancelled") {
     scripted_agent s({call("hang", "{}"), R"({"status": "late"})"});
     std::atomic<bool> tool_started{false}, tool_saw_cancel{false};
     s.spec.tools.push_back(make_tool({"hang", "Waits until cancelled.", R"({"type":"object"})"},
