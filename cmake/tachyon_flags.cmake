@@ -23,5 +23,6 @@ function(tachyon_add_library name dir)
     list(FILTER sources EXCLUDE REGEX "${ex}")
   endforeach()
   add_library(${name} STATIC ${sources})
-  target_link_libraries(${name} PUBLIC tachyon_flags ${arg_LINK})
+  # The flags are for building tachyon, not for who links it (an installed package carries none).
+  target_link_libraries(${name} PUBLIC $<BUILD_INTERFACE:tachyon_flags> ${arg_LINK})
 endfunction()

@@ -148,6 +148,12 @@ status runner::setup() {
         tool_by_name_.emplace(std::string(t->name()), std::make_pair(t, std::make_shared<const json_schema>(std::move(schema).value())));
     }
     for (const auto& check : a.verify) {
+        // A tool defined in code (SDK) verifies as it is; built-ins are made from the check's settings.
+        auto custom = std::find_if(req_.custom_tools.begin(), req_.custom_tools.end(), [&](const auto& t) { return t->name() == check.tool; });
+        if (custom != req_.custom_tools.end()) {
+            verify_tools_.emplace_back(*custom, &check);
+            continue;
+        }
         tool_request r{check.tool, {}};
         for (const auto& [k, v] : check.settings) {
             auto filled = fill_placeholders(v, req_.inputs, a.file + ": verify." + check.tool + ".settings." + k);

@@ -53,7 +53,8 @@ struct run_request {
     std::string journal_dir = "runs";           // empty: no journal
     std::string run_id;                         // empty: made up
     tool_latency latency;
-    // Tools defined in code (SDK, tests), found by name before the built-ins.
+    // Tools defined in code (SDK, tests), found by name before the built-ins
+    // (for the agent's tools and its verify checks).
     std::vector<std::shared_ptr<tools::tool>> custom_tools;
 };
 

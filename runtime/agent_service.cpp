@@ -46,6 +46,11 @@ result<std::shared_ptr<model_host>> agent_service::host(const std::string& model
     return *h;
 }
 
+void agent_service::add_host(const std::string& model_path, std::shared_ptr<model_host> host) {
+    std::lock_guard lock(impl_->mutex);
+    impl_->hosts[model_path] = std::move(host);
+}
+
 void agent_service::start(run_request request, run_observer* observer, std::shared_ptr<std::atomic<bool>> cancel,
                           std::function<void(run_outcome)> done) {
     if (!cancel) cancel = std::make_shared<std::atomic<bool>>(false);

@@ -29,6 +29,8 @@ public:
 
     // The host of `model_path`, opened on first use.
     result<std::shared_ptr<model_host>> host(const std::string& model_path, std::string_view chat_format = {});
+    // Serves `host` for `model_path` from now on (a model not loaded from that file: SDK tests).
+    void add_host(const std::string& model_path, std::shared_ptr<model_host> host);
 
     // Starts a run; `done` is called (on an event loop thread) with its outcome.
     void start(run_request request, run_observer* observer, std::shared_ptr<std::atomic<bool>> cancel,

@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 
@@ -122,6 +123,34 @@ const std::vector<std::string>& builtin_tool_names() {
         return n;
     }();
     return names;
+}
+
+status check_builtin_settings(const std::string& name, const std::map<std::string, std::string>& settings) {
+    // The keys each tool reads (make_general_tool and the log tools below).
+    static const std::map<std::string, std::vector<std::string>> keys = {
+        {"read_file", {"roots", "max_bytes"}},
+        {"shell", {"allowed_programs", "cwd", "cwd_roots", "timeout_ms"}},
+        {"http_get", {"allowed_hosts", "timeout_ms"}},
+    };
+    const auto& names = builtin_tool_names();
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+        std::string list;
+        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+        return make_error(errc::not_found, "unknown tool '" + name + "' (built-in tools: " + list + ")");
+    }
+    const std::vector<std::string> log_keys = {"root"};
+    auto it = keys.find(name);
+    const std::vector<std::string>& allowed = it != keys.end() ? it->second : log_keys;
+    for (const auto& [key, value] : settings) {
+        if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+        std::string list;
+        for (const auto& k : allowed) list += (list.empty() ? "" : ", ") + k;
+        return unknown_setting(name, key, list.c_str());
+    }
+    if (is_log_tool(name) && settings.find("root") == settings.end()) {
+        return make_error(errc::invalid_argument, "tool " + name + ": setting 'root' (the incident directory) is required");
+    }
+    return {};
 }
 
 result<std::vector<std::shared_ptr<tools::tool>>> make_builtin_tools(const std::vector<tool_request>& requests) {

@@ -20,6 +20,10 @@ struct tool_request {
     std::map<std::string, std::string> settings;  // e.g. {"root": "/incidents/42"} for the log tools
 };
 
+// Checks a built-in tool's name and the keys of its settings without making
+// it (values may still hold {placeholders}). Errors name the tool and the key.
+status check_builtin_settings(const std::string& name, const std::map<std::string, std::string>& settings);
+
 // Makes the requested tools, in order. Log tools over the same root share
 // one loaded store. Errors name the tool and the missing or bad setting.
 result<std::vector<std::shared_ptr<tools::tool>>> make_builtin_tools(const std::vector<tool_request>& requests);
