@@ -99,7 +99,7 @@ TEST_CASE("a session keeps its KV: the next request prefills only what it append
     CHECK(third.stats.n_prefilled == 3);
 }
 
-TEST_CASE("truncating a session rewinds it; regenerating gives the same tokens") {
+TEST_CASE("truncating a session rewinds it, regenerating gives the same tokens") {
     if (!have_stories()) return;
     auto e = open_engine();
     auto prompt = ids_after("prompt_ids");
@@ -140,7 +140,7 @@ TEST_CASE("concurrent sessions are batched and each gets what it would get alone
     }
 }
 
-TEST_CASE("the token callback stops generation by returning false; stop tokens end it") {
+TEST_CASE("the token callback stops generation by returning false, stop tokens end it") {
     if (!have_stories()) return;
     auto e = open_engine();
     auto prompt = ids_after("prompt_ids");
@@ -214,7 +214,7 @@ TEST_CASE("bad requests end with an error, never a crash") {
     CHECK(empty.stats.finish == finish_reason::error);
 }
 
-TEST_CASE("cancel ends a running request; closing sessions returns their KV blocks") {
+TEST_CASE("cancel ends a running request, closing sessions returns their KV blocks") {
     if (!have_stories()) return;
     auto e = open_engine();
     const int free_at_start = [&] {
@@ -356,7 +356,7 @@ TEST_CASE("prefix cache: concurrent sessions sharing a prefix get what each gets
     }
 }
 
-TEST_CASE("KV memory pressure: unused cache blocks, then idle sessions give way; the idle session recomputes later") {
+TEST_CASE("KV memory pressure: unused cache blocks, then idle sessions give way, the idle session recomputes later") {
     if (!have_stories()) return;
     // 128 positions = 8 blocks of 16.
     auto e = open_engine_with(true, 128);

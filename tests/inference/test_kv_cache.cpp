@@ -46,7 +46,7 @@ TEST_CASE("blocks are allocated per block_size positions and freed on drop") {
     CHECK(kv.n_used_blocks() == 0);
 }
 
-TEST_CASE("fork shares blocks; writing into a shared tail copies it first") {
+TEST_CASE("fork shares blocks, writing into a shared tail copies it first") {
     kv_cache kv(small(8));
     seq_id a = kv.create();
     append(kv, a, 6, 0.0f);  // block 0 full, block 1 holds 2 positions

@@ -16,7 +16,7 @@ TEST_CASE("greedy picks the argmax, lowest id on ties, and respects the mask") {
     CHECK(argmax(logits) == 1);
 }
 
-TEST_CASE("the same seed gives the same draws; another seed differs") {
+TEST_CASE("the same seed gives the same draws, another seed differs") {
     std::vector<float> logits(50);
     for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(i % 7) * 0.3f;
     sampling_params p;
@@ -36,7 +36,7 @@ TEST_CASE("the same seed gives the same draws; another seed differs") {
     CHECK(draw(42) != draw(43));
 }
 
-TEST_CASE("top-k 1 is greedy; top-k limits the support") {
+TEST_CASE("top-k 1 is greedy, top-k limits the support") {
     std::vector<float> logits{1.0f, 3.0f, 2.0f, 0.5f};
     sampling_params p;
     p.temperature = 5.0f;  // nearly uniform
@@ -54,7 +54,7 @@ TEST_CASE("top-k 1 is greedy; top-k limits the support") {
     for (int i = 0; i < 20; ++i) CHECK(g.sample(logits) == 1);
 }
 
-TEST_CASE("top-p keeps the smallest set reaching the mass; min-p drops the unlikely") {
+TEST_CASE("top-p keeps the smallest set reaching the mass, min-p drops the unlikely") {
     // Probabilities at temperature 1: roughly 0.64, 0.24, 0.09, 0.03.
     std::vector<float> logits{3.0f, 2.0f, 1.0f, 0.0f};
     sampling_params p;

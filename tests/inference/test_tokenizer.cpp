@@ -141,7 +141,7 @@ TEST_CASE("decode(encode(text)) gives the text back") {
     }
 }
 
-TEST_CASE("control tokens are matched only when parsing specials; added tokens always") {
+TEST_CASE("control tokens are matched only when parsing specials, added tokens always") {
     if (!have_vectors()) {
         MESSAGE("skipped: conformance vectors absent at " << k_vectors.string());
         return;

@@ -176,7 +176,7 @@ TEST_CASE("unknown tools, bad arguments and malformed calls become errors the mo
     CHECK(out.steps == 2);
 }
 
-TEST_CASE("calls of one turn run concurrently; with early dispatch off they start after the turn") {
+TEST_CASE("calls of one turn run concurrently, with early dispatch off they start after the turn") {
     harness h;
     h.agent->tools.push_back({"sleepy", {}, std::nullopt, {}});
     std::vector<std::shared_ptr<tools::tool>> custom{std::make_shared<sleepy_tool>(200)};

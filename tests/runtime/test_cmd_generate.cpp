@@ -75,7 +75,7 @@ TEST_CASE("generate from BOS alone reproduces llama2.c's 200-step text") {
     CHECK(o.out == slurp(models + "/stories260K.llama2c_run_t0_n200.txt"));
 }
 
-TEST_CASE("tokenize prints the prompt ids; --add-special adds BOS") {
+TEST_CASE("tokenize prints the prompt ids, --add-special adds BOS") {
     if (!have(models + "/stories260K.gguf")) return;
     auto plain = run(tachyon_bin + " tokenize -m " + models + "/stories260K.gguf -p 'Once upon a time'");
     CHECK(plain.status == 0);

@@ -227,7 +227,7 @@ TEST_CASE("the region starts at the <tool_call> token, inactive outside, and end
     CHECK(mask[static_cast<size_t>(v.im_end)] == 1);
 }
 
-TEST_CASE("keys: any order, no duplicates, required before the object closes; integers within bounds") {
+TEST_CASE("keys: any order, no duplicates, required before the object closes, integers within bounds") {
     const auto& v = small_vocab();
     auto index = std::make_shared<const token_index>(*v.tok);
     auto grammar = json_grammar::build(test_tools(), nullptr, test_grounding());
@@ -301,7 +301,7 @@ TEST_CASE("final answer: a turn starting with '{' follows the output schema, the
     }
 }
 
-TEST_CASE("a turn that does not start with '{' is free text; answers only constrain the first byte") {
+TEST_CASE("a turn that does not start with '{' is free text, answers only constrain the first byte") {
     const auto& v = small_vocab();
     auto index = std::make_shared<const token_index>(*v.tok);
     auto answer = schema(R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})", "final answer");

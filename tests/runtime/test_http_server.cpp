@@ -208,7 +208,7 @@ TEST_CASE("http_server: headers over the limit are 431, a body over the limit 41
     CHECK(error_field(busy.body, "code") == "rate_limit_exceeded");
 }
 
-TEST_CASE("http_server: with an API key, requests need the Bearer token; healthz does not") {
+TEST_CASE("http_server: with an API key, requests need the Bearer token, healthz does not") {
     http::server_options o;
     o.api_key = "0123456789abcdef-secret";
     fixture f(o);

@@ -235,7 +235,7 @@ TEST_CASE("journal: tool results are capped at the configured size") {
     CHECK(c.result.find("4900 more bytes") != std::string::npos);
 }
 
-TEST_CASE("journal: run ids are sortable and unique; an existing journal is not overwritten") {
+TEST_CASE("journal: run ids are sortable and unique, an existing journal is not overwritten") {
     const std::string id = make_run_id();
     CHECK(id.size() == 23);  // 20261130T012233Z-7f3a2b
     CHECK(id[8] == 'T');

@@ -83,7 +83,7 @@ TEST_CASE("grounded strings must be values of the run, per path or from the comm
     CHECK(error_of(s, R"({"service": "billing"})") == "");  // no grounding given: not checked
 }
 
-TEST_CASE("final answers use their own label and noun; nested paths are dotted") {
+TEST_CASE("final answers use their own label and noun, nested paths are dotted") {
     auto s = json_schema::parse(R"({"type": "object", "properties": {"cause": {"type": "object", "properties":
         {"service": {"type": "string"}}, "required": ["service"]}}})", "final answer", "field");
     REQUIRE(s.ok());

@@ -200,7 +200,7 @@ TEST_CASE("hermes: unicode text split inside characters comes out whole") {
     check_split_invariance(text, tool_call_syntax::hermes);
 }
 
-TEST_CASE("llama3: one or several JSON calls separated by ';' or newlines") {
+TEST_CASE("llama3: one or several JSON calls separated by semicolons or newlines") {
     const std::string text =
         "{\"name\": \"search_logs\", \"parameters\": {\"service\": \"checkout\"}}; {\"name\": \"get_trace\", "
         "\"parameters\": {\"trace_id\": \"t1\"}}\n{\"name\": \"x\", \"arguments\": {}}";

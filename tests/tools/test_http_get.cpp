@@ -117,7 +117,7 @@ result<std::string> get(tool& t, const std::string& url) { return t.invoke("{\"u
 
 }  // namespace
 
-TEST_CASE("http_get: fetches from a loopback server; status, type and body in the result") {
+TEST_CASE("http_get: fetches from a loopback server, status, type and body in the result") {
     loopback_server server(ok_response("hello from loopback"));
     auto t = make();
     auto r = get(*t, server.url("/status?service=checkout"));

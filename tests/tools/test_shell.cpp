@@ -37,7 +37,7 @@ std::shared_ptr<tool> make(const shell_settings& s = test_settings()) {
 
 }  // namespace
 
-TEST_CASE("shell: runs an allowed program; exit status and output in the result") {
+TEST_CASE("shell: runs an allowed program, exit status and output in the result") {
     auto t = make();
     auto r = t->invoke(R"js({"program":"echo","args":["hello","world"]})js", {});
     REQUIRE_MESSAGE(r.ok(), why(r));
