@@ -474,12 +474,7 @@ asio::awaitable<request_stats> runner::generate(std::vector<int32_t> append, int
         // Jump-forward: where the grammar allows one continuation only (keys,
         // punctuation, the rest of a grounded value), its tokens are drafted
         // and verified in one forward instead of decoded one by one.
-        r.propose = [c = constraint_, host = env_.host](std::span<const int32_t> generated, std::vector<int32_t>& draft) {
-            c->sync(generated);
-            if (!c->in_region()) return;
-            std::string forced = c->forced_continuation();
-            if (!forced.empty()) draft = host->encode_plain(forced);
-        };
+        r.propose = forced_text_drafts(constraint_, [host = env_.host](std::string_view text) { return host->encode_plain(text); });
     }
     auto ex = ex_;
     r.on_token = [this, self = shared_from_this(), st, ex, &turn](int32_t t) {
@@ -571,6 +566,7 @@ asio::awaitable<std::pair<bool, std::string>> runner::verify(const std::string& 
 void runner::finish(run_outcome& out, std::string state, std::string error) {
     out.state = std::move(state);
     out.error = std::move(error);
+    out.total_ms = now_ms();
     for (const auto& t : out.turns) out.model_ms += t.end_ms - t.start_ms;
     for (const auto& c : out.calls) out.tool_ms += c.end_ms - c.start_ms;
     if (journal_) {

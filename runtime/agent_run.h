@@ -87,6 +87,7 @@ struct run_outcome {
     int steps = 0;
     int verify_attempts = 0;
     double time_to_answer_ms = 0;
+    double total_ms = 0;           // start to end of the run, whatever its outcome
     double model_ms = 0;           // prefill + decode time of all turns
     double tool_ms = 0;            // summed tool call durations
     double tool_wait_ms = 0;       // time the loop waited for tools after a turn ended

@@ -179,6 +179,10 @@ void chat_generation::start(delta_callback on_delta, completion_callback on_done
     if (g.constraint) r.constrain = [c = g.constraint](std::span<const int32_t> generated, std::span<uint8_t> allowed) {
         c->as_mask_callback()(generated, allowed);
     };
+    // Speculative decoding and jump-forward: the same tokens (greedy) or the
+    // same distribution (sampled), in fewer forward steps.
+    r.n_draft = 8;
+    if (g.constraint) r.propose = forced_text_drafts(g.constraint, [host = g.host](std::string_view text) { return host->encode_plain(text); });
     auto self = shared_from_this();
     r.on_token = [self](int32_t token) {
         impl& g = *self->impl_;

@@ -177,4 +177,14 @@ mask_callback turn_constraint::as_mask_callback() {
     };
 }
 
+draft_callback forced_text_drafts(std::shared_ptr<turn_constraint> c,
+                                  std::function<std::vector<int32_t>(std::string_view)> encode) {
+    return [c = std::move(c), encode = std::move(encode)](std::span<const int32_t> generated, std::vector<int32_t>& draft) {
+        c->sync(generated);
+        if (!c->in_region()) return;
+        const std::string forced = c->forced_continuation();
+        if (!forced.empty()) draft = encode(forced);
+    };
+}
+
 }  // namespace tachyon

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -90,5 +91,11 @@ private:
     size_t n_seen_ = 0;           // tokens of the request accepted through as_mask_callback
     bool broken_ = false;
 };
+
+// Jump-forward as a draft source for request::propose: where the grammar
+// allows one continuation only, its text, tokenized by `encode`, is drafted
+// and verified in one forward. Holds the constraint alive.
+draft_callback forced_text_drafts(std::shared_ptr<turn_constraint> c,
+                                  std::function<std::vector<int32_t>(std::string_view)> encode);
 
 }  // namespace tachyon

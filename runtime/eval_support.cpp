@@ -244,8 +244,9 @@ std::string case_line(const eval_case& c) {
 
 eval_summary summarize(const std::vector<eval_case>& cases) {
     eval_summary s;
-    std::vector<double> times;
+    std::vector<double> times, ends;
     for (const auto& c : cases) {
+        ends.push_back(c.outcome.total_ms);
         ++s.n;
         s.n_success += c.success;
         s.n_verified += c.outcome.verified;
@@ -266,6 +267,8 @@ eval_summary summarize(const std::vector<eval_case>& cases) {
     for (double t : times) s.mean_ms += t / static_cast<double>(times.size());
     s.p50_ms = percentile(times, 0.5);
     s.p95_ms = percentile(times, 0.95);
+    s.p50_end_ms = percentile(ends, 0.5);
+    s.p95_end_ms = percentile(ends, 0.95);
     return s;
 }
 

@@ -90,6 +90,7 @@ struct eval_summary {
     size_t n = 0, n_success = 0, n_verified = 0, n_service = 0, n_fault = 0;
     size_t n_calls = 0, n_bad_calls = 0;
     double mean_ms = 0, p50_ms = 0, p95_ms = 0;  // time to verified answer, successful cases
+    double p50_end_ms = 0, p95_end_ms = 0;       // time to the end of the run, every case
     double mean_steps = 0, mean_generated = 0, mean_prefilled = 0;
     double wall_ms_sum = 0;
 };

@@ -76,6 +76,8 @@ def parse_args(argv=None):
     ap.add_argument("--max-transcripts", type=int, help="read at most this many training transcripts")
     ap.add_argument("--log-every", type=int, default=10)
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--init", help="start from the weights of this model.pt or ckpt.pt (same shape and "
+                    "tokenizer; fresh optimizer and schedule): a continuation on new data")
     args = ap.parse_args(argv)
     if (args.minutes is None) == (args.tokens is None) and args.max_steps is None:
         ap.error("give exactly one of --minutes and --tokens (or --max-steps)")
@@ -240,6 +242,11 @@ def main(argv=None):
     step, tokens_seen, elapsed = 0, 0, 0.0
     history = []
     ckpt_path = os.path.join(args.out, "ckpt.pt")
+    if args.init and not (args.resume and os.path.exists(ckpt_path)):
+        init = torch.load(args.init, map_location=device)
+        model.load_state_dict(init["model"])
+        history = [dict(h, init=args.init) for h in init.get("history", [])]
+        log(f"initialised from {args.init}")
     if args.resume and os.path.exists(ckpt_path):
         ck = torch.load(ckpt_path, map_location=device)
         model.load_state_dict(ck["model"])

@@ -9,6 +9,8 @@
 #        budget, wall clock) or TOKENS=... (token budget, deterministic)
 #        PRESET=base  SEED=1  THREADS=2  BUILD=<repo>/build/release
 #        RESUME=1 (continue an interrupted training run from its checkpoint)
+#        INIT=<model.pt> (start from these weights: a continuation on new data;
+#        also LR=... for its learning rate)
 #        MODEL_DIR=<repo>/examples/incident/model (where the outputs go)
 # Work files (data, checkpoints) go to examples/incident/train/work/ (git-ignored).
 set -euo pipefail
@@ -58,6 +60,8 @@ budget=(--minutes "$MINUTES")
 [ -n "$TOKENS" ] && budget=(--tokens "$TOKENS")
 resume=()
 [ -n "${RESUME:-}" ] && resume=(--resume)
+[ -n "${INIT:-}" ] && resume+=(--init "$INIT")
+[ -n "${LR:-}" ] && resume+=(--lr "$LR")
 $py "$here/train.py" --data "$work/train-$N.jsonl" --val-data "$work/val.jsonl" \
   --tokenizer "$work/tokenizer.json" --out "$work/run" --preset "$PRESET" "${budget[@]}" \
   --seed "$SEED" --threads "$THREADS" "${resume[@]}"
