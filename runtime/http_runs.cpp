@@ -228,6 +228,15 @@ result<std::shared_ptr<run_record>> run_registry::start(std::string_view body) {
     }
     service_.start(std::move(req), record.get(), record->cancel_flag(), [this, record](run_outcome out) {
         record->finished(out);
+        {
+            // Memory stays bounded on a long-lived server: the oldest finished records go.
+            std::lock_guard lock(mutex_);
+            finished_.push_back(record->id());
+            while (static_cast<int>(finished_.size()) > std::max(0, options_.max_finished)) {
+                runs_.erase(finished_.front());
+                finished_.pop_front();
+            }
+        }
         active_.fetch_sub(1);
     });
     return record;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -70,6 +71,7 @@ struct run_registry_options {
     std::string agents_dir = "agents";  // <name>.json
     std::string journal_dir = "runs";
     int max_active = 8;                 // more: errc::resource_exhausted (429)
+    int max_finished = 1000;            // finished runs kept in memory, oldest dropped first (journals stay on disk)
     // Model files the server already serves: an agent on the same file
     // (compared after canonicalisation) shares that host's engine.
     std::vector<std::string> model_paths;
@@ -98,6 +100,7 @@ private:
     metrics* metrics_;
     mutable std::mutex mutex_;
     std::map<std::string, std::shared_ptr<run_record>, std::less<>> runs_;
+    std::deque<std::string> finished_;  // ids of finished runs, oldest first
     std::atomic<int> active_{0};
 };
 

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
+#include <filesystem>
 
 #include "tests/tools/incident_fixture.h"
 
@@ -74,4 +76,36 @@ TEST_CASE("http_runs: start rejects bad bodies, unknown agents and missing input
     CHECK(err(R"({"agent": "incident-analyst", "task": "x"})").message.rfind("inputs.incident_dir: missing", 0) == 0);
     CHECK(runs.n_active() == 0);
     CHECK(runs.list().empty());
+}
+
+TEST_CASE("http_runs: finished runs beyond max_finished are forgotten, oldest first") {
+    const std::string model = std::string(TACHYON_SOURCE_DIR) + "/examples/incident/model/incident-analyst.gguf";
+    if (!std::filesystem::exists(model)) {
+        MESSAGE("skipped: the shipped model is absent");
+        return;
+    }
+    incident_fixture::temp_root incident("http_runs_bounded_incident");
+    incident_fixture::temp_root journals("http_runs_bounded_journal");
+    incident_fixture::write_incident(incident.path);
+    service_options so;
+    agent_service service(so);
+    http::run_registry_options ro;
+    ro.agents_dir = std::string(TACHYON_SOURCE_DIR) + "/agents";
+    ro.journal_dir = journals.path.string();
+    ro.max_finished = 1;
+    http::run_registry runs(service, ro, nullptr);
+    const std::string body = R"({"agent": "incident-analyst", "task": "Checkout fails with 502s. Find the root cause.", "inputs": {"incident_dir": ")" +
+                             incident.path.string() + "\"}}";
+    auto first = runs.start(body);
+    REQUIRE(first.ok());
+    const std::string first_id = (*first)->id();
+    REQUIRE(runs.wait_idle(std::chrono::seconds(60)));
+    CHECK(runs.find(first_id) != nullptr);
+    auto second = runs.start(body);
+    REQUIRE(second.ok());
+    REQUIRE(runs.wait_idle(std::chrono::seconds(60)));
+    CHECK(runs.find(first_id) == nullptr);          // dropped from memory ...
+    CHECK(std::filesystem::exists(journals.path / (first_id + ".jsonl")));  // ... its journal stays
+    CHECK(runs.find((*second)->id()) != nullptr);
+    CHECK(runs.list().size() == 1);
 }
