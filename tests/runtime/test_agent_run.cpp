@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -12,6 +13,7 @@
 
 #include "runtime/agent_service.h"
 #include "runtime/journal.h"
+#include "runtime/tool_catalog.h"
 #include "tests/runtime/scripted_model.h"
 #include "tests/tools/incident_fixture.h"
 
@@ -334,4 +336,67 @@ TEST_CASE("speculative tools: a prediction the model does not make is discarded,
     off.speculative_tools = false;
     auto quiet = h.run({call("search_logs", R"({"service": "checkout"})"), k_answer_ok}, off);
     CHECK(quiet.n_spec_calls == 0);
+}
+
+TEST_CASE("the shipped model decides the same with every speed switch on or off (greedy)") {
+    const std::string agent_file = std::string(TACHYON_SOURCE_DIR) + "/agents/incident-analyst.json";
+    auto agent = load_agent_file(agent_file, builtin_tool_names());
+    REQUIRE_MESSAGE(agent.ok(), (agent.ok() ? "" : agent.err().message));
+    if (!std::filesystem::exists(agent->model)) {
+        MESSAGE("skipped: the shipped model is absent");
+        return;
+    }
+    incident_fixture::temp_root incident("switches_incident");
+    incident_fixture::temp_root journals("switches_journal");
+    incident_fixture::write_incident(incident.path);
+    auto shared_agent = std::make_shared<agent_definition>(std::move(agent).value());
+
+    struct decided {
+        std::string answer;
+        std::vector<std::string> calls;  // name + arguments, in the model's order
+        std::vector<std::string> turns;
+    };
+    auto run = [&](run_switches sw, bool prefix_cache) {
+        service_options so;
+        so.engine.n_ctx = 16384;
+        so.engine.prefix_cache = prefix_cache;
+        agent_service service(so);
+        run_request req;
+        req.agent = shared_agent;
+        req.task = "Checkout requests fail with 502s since about 14:05 UTC. Find the root cause.";
+        req.inputs = {{"incident_dir", incident.path.string()}};
+        req.switches = sw;
+        req.journal_dir = journals.path.string();
+        run_outcome out = service.run(req);
+        decided d;
+        d.answer = out.answer;
+        auto calls = out.calls;
+        std::stable_sort(calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a.call_id < b.call_id; });
+        for (const auto& c : calls) d.calls.push_back(c.name + " " + c.arguments);
+        for (const auto& t : out.turns) d.turns.push_back(t.text);
+        return d;
+    };
+    const decided all_on = run({}, true);
+    REQUIRE_FALSE(all_on.turns.empty());
+    auto same = [&](const decided& d, const char* what) {
+        INFO("switched off: " << what);
+        CHECK(d.turns == all_on.turns);
+        CHECK(d.calls == all_on.calls);
+        CHECK(d.answer == all_on.answer);
+    };
+    run_switches sw;
+    sw.spec_decode = false;
+    same(run(sw, true), "spec_decode");
+    sw = {};
+    sw.jump_forward = false;
+    same(run(sw, true), "jump_forward");
+    sw = {};
+    sw.kv_retain = false;
+    same(run(sw, true), "kv_retain");
+    same(run({}, false), "prefix_cache");
+    sw = {};
+    sw.early_dispatch = false;
+    sw.parallel_tools = false;
+    sw.speculative_tools = false;
+    same(run(sw, true), "early_dispatch, parallel_tools, speculative_tools");
 }
