@@ -104,6 +104,93 @@ void attend_avx2(const attention_args& a, kernel_isa isa) {
 }
 #endif
 
+#if TACHYON_ATTENTION_AVX2
+// R rows at once, block size 16, HD a multiple of 8.
+template <int HD, int R>
+void attend_rows_avx2(const attention_args& a, const attention_row* rows, kernel_isa isa) {
+    constexpr int BS = 16, NV = HD / 8;
+    alignas(32) float q[R][HD];
+    int n_max = 0;
+    for (int r = 0; r < R; ++r) {
+        for (int d = 0; d < HD; ++d) q[r][d] = rows[r].q[d] * a.scale;
+        n_max = std::max(n_max, rows[r].n_pos);
+    }
+    // Scores of every row, a block at a time; each K row feeds R rows.
+    int j = 0;
+    for (int b = 0; j < n_max; ++b) {
+        const float* kt = a.k[b];
+        __m256 s0[R], s1[R];
+        for (int r = 0; r < R; ++r) s0[r] = s1[r] = _mm256_setzero_ps();
+        for (int d = 0; d < HD; ++d) {
+            const __m256 k0 = _mm256_loadu_ps(kt + d * BS), k1 = _mm256_loadu_ps(kt + d * BS + 8);
+            for (int r = 0; r < R; ++r) {
+                const __m256 qd = _mm256_broadcast_ss(&q[r][d]);
+                s0[r] = _mm256_fmadd_ps(qd, k0, s0[r]);
+                s1[r] = _mm256_fmadd_ps(qd, k1, s1[r]);
+            }
+        }
+        for (int r = 0; r < R; ++r) {
+            const int n = std::min(BS, rows[r].n_pos - j);
+            if (n <= 0) continue;
+            if (n == BS) {
+                _mm256_storeu_ps(rows[r].scores + j, s0[r]);
+                _mm256_storeu_ps(rows[r].scores + j + 8, s1[r]);
+            } else {
+                alignas(32) float tmp[BS];
+                _mm256_store_ps(tmp, s0[r]);
+                _mm256_store_ps(tmp + 8, s1[r]);
+                for (int p = 0; p < n; ++p) rows[r].scores[j + p] = tmp[p];
+            }
+        }
+        j += BS;
+    }
+    // Softmax per row; positions a row does not see weigh 0 in the sum below.
+    for (int r = 0; r < R; ++r) {
+        softmax(rows[r].scores, rows[r].n_pos, isa);
+        std::fill(rows[r].scores + rows[r].n_pos, rows[r].scores + n_max, 0.0f);
+    }
+    // out_r = Σ_j p_r[j] v_j, two rows per pass so the accumulators stay in registers.
+    for (int r0 = 0; r0 < R; r0 += 2) {
+        const int nr = std::min(2, R - r0);
+        __m256 acc[2][NV];
+        for (int r = 0; r < 2; ++r)
+            for (int k = 0; k < NV; ++k) acc[r][k] = _mm256_setzero_ps();
+        const int n_pass = nr == 2 ? std::max(rows[r0].n_pos, rows[r0 + 1].n_pos) : rows[r0].n_pos;
+        j = 0;
+        for (int b = 0; j < n_pass; ++b) {
+            const float* vb = a.v[b];
+            const int n = std::min(BS, n_pass - j);
+            for (int i = 0; i < n; ++i, ++j) {
+                const float* v = vb + static_cast<int64_t>(i) * a.stride;
+                const __m256 p0 = _mm256_broadcast_ss(rows[r0].scores + j);
+                if (nr == 2) {
+                    const __m256 p1 = _mm256_broadcast_ss(rows[r0 + 1].scores + j);
+                    for (int k = 0; k < NV; ++k) {
+                        const __m256 vk = _mm256_loadu_ps(v + 8 * k);
+                        acc[0][k] = _mm256_fmadd_ps(p0, vk, acc[0][k]);
+                        acc[1][k] = _mm256_fmadd_ps(p1, vk, acc[1][k]);
+                    }
+                } else {
+                    for (int k = 0; k < NV; ++k) acc[0][k] = _mm256_fmadd_ps(p0, _mm256_loadu_ps(v + 8 * k), acc[0][k]);
+                }
+            }
+        }
+        for (int r = 0; r < nr; ++r)
+            for (int k = 0; k < NV; ++k) _mm256_storeu_ps(rows[r0 + r].out + 8 * k, acc[r][k]);
+    }
+}
+
+template <int HD>
+bool attend_rows_hd(const attention_args& a, const attention_row* rows, int n_rows, kernel_isa isa) {
+    switch (n_rows) {
+        case 2: attend_rows_avx2<HD, 2>(a, rows, isa); return true;
+        case 3: attend_rows_avx2<HD, 3>(a, rows, isa); return true;
+        case 4: attend_rows_avx2<HD, 4>(a, rows, isa); return true;
+        default: return false;
+    }
+}
+#endif
+
 template <int HD>
 void attend_hd(const attention_args& a, int head_dim, kernel_isa isa) {
 #if TACHYON_ATTENTION_AVX2
@@ -125,6 +212,30 @@ void attend(const attention_args& a, int head_dim, kernel_isa isa) {
         case 64: return attend_hd<64>(a, head_dim, isa);
         case 128: return attend_hd<128>(a, head_dim, isa);
         default: return attend_hd<0>(a, head_dim, isa);
+    }
+}
+
+void attend_rows(const attention_args& shared, const attention_row* rows, int n_rows, int head_dim, kernel_isa isa) {
+#if TACHYON_ATTENTION_AVX2
+    if (shared.block_size == 16 && isa != kernel_isa::scalar && n_rows >= 2 && n_rows <= max_attention_rows) {
+        bool done = false;
+        switch (head_dim) {
+            case 8: done = attend_rows_hd<8>(shared, rows, n_rows, isa); break;
+            case 16: done = attend_rows_hd<16>(shared, rows, n_rows, isa); break;
+            case 32: done = attend_rows_hd<32>(shared, rows, n_rows, isa); break;
+            case 64: done = attend_rows_hd<64>(shared, rows, n_rows, isa); break;
+            default: break;
+        }
+        if (done) return;
+    }
+#endif
+    for (int r = 0; r < n_rows; ++r) {
+        attention_args a = shared;
+        a.q = rows[r].q;
+        a.n_pos = rows[r].n_pos;
+        a.scores = rows[r].scores;
+        a.out = rows[r].out;
+        attend(a, head_dim, isa);
     }
 }
 

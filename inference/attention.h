@@ -26,4 +26,17 @@ struct attention_args {
 
 void attend(const attention_args& a, int head_dim, kernel_isa isa);
 
+// Several query rows over the same K/V blocks (the query heads of one KV
+// head, for one or more consecutive tokens of one sequence): each K and V
+// row loaded is used by every row, which halves or quarters the loads that
+// bound attention. Rows differ in q, n_pos, scores and out only.
+constexpr int max_attention_rows = 4;
+struct attention_row {
+    const float* q;   // [head_dim]
+    int n_pos;        // attend to positions [0, n_pos)
+    float* scores;    // [max n_pos of the rows] scratch
+    float* out;       // [head_dim]
+};
+void attend_rows(const attention_args& shared, const attention_row* rows, int n_rows, int head_dim, kernel_isa isa);
+
 }  // namespace tachyon

@@ -358,6 +358,9 @@ void engine::step() {
         std::vector<int32_t> draft;  // of those, speculative (after the pending token)
     };
     std::vector<planned_entry> planned;
+    int n_decoding = 0;
+    for (const auto& up : active_) n_decoding += !up->done && !up->in_prefill ? 1 : 0;
+    const bool lookup = n_decoding <= options_.max_lookup_batch;
     // Decoding requests first (one token each, plus a draft), so decoding
     // never stalls behind a long prefill; prefill fills the rest of the
     // budget in chunks.
@@ -389,7 +392,7 @@ void engine::step() {
                     for (int32_t t : draft)
                         if (t < 0 || t >= n_vocab) draft.clear();  // a bad guess is no guess
                 }
-                if (room > 0 && draft.empty() && a.req.n_draft > 0)
+                if (room > 0 && draft.empty() && a.req.n_draft > 0 && lookup)
                     draft = prompt_lookup_draft(s.tokens, {.n_draft = std::min(a.req.n_draft, room)});
             }
             const int n = std::min(pending, budget) + static_cast<int>(draft.size());

@@ -39,6 +39,11 @@ struct engine_options {
     int max_batch_tokens = 256; // tokens per forward step (prefill is chunked to fit)
     int max_active = 0;         // requests served at once; 0: no limit (continuous batching), 1: one at a time
     bool prefix_cache = true;   // sessions share the KV blocks of common prompt prefixes (prefix_cache.h)
+    // Prompt-lookup drafts only while at most this many requests decode: a
+    // small batch is latency-bound (a draft saves a step), a large one is
+    // compute-bound (a rejected draft wastes the attention it cost).
+    // Drafts from request::propose (forced text) are always tried.
+    int max_lookup_batch = 2;
 };
 
 using session_id = int64_t;

@@ -215,44 +215,67 @@ void llama_model::attention(kernel_context& ctx, const forward_batch& batch, kv_
     const int bs = kv.config().block_size;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     const kernel_isa isa = ctx.isa();
-    const int64_t n_tasks = static_cast<int64_t>(batch.size()) * hp.n_head;
+    // Tiles: up to max_attention_rows query rows (head, token) that share a KV
+    // head and a sequence: the heads of one group, for consecutive tokens.
+    struct tile {
+        size_t t0;       // first batch token
+        int n_tokens;    // consecutive tokens of one sequence
+        int g;           // KV head
+        int h0, n_heads; // query heads h0 .. h0 + n_heads - 1 of group g
+    };
+    thread_local std::vector<tile> tiles;
+    tiles.clear();
+    const int heads_per_tile = std::min(group, max_attention_rows);
+    const int tokens_per_tile = std::max(1, max_attention_rows / heads_per_tile);
     int max_pos = 0;
-    for (int32_t p : batch.positions) max_pos = std::max(max_pos, p);
-    // Split only when the work pays for the fan-out: ~positions × head_dim per task.
-    const int64_t grain = std::max<int64_t>(1, 16384 / (static_cast<int64_t>(max_pos + 1) * hd));
-    ctx.parallel_for(n_tasks, grain, [&](int64_t begin, int64_t end) {
-        thread_local std::vector<float> scores;          // [max_pos + 1]
+    for (size_t t = 0; t < batch.size();) {
+        size_t run = 1;  // tokens of the same sequence at consecutive positions
+        while (t + run < batch.size() && run < static_cast<size_t>(tokens_per_tile) && batch.seqs[t + run] == batch.seqs[t] &&
+               batch.positions[t + run] == batch.positions[t + run - 1] + 1)
+            ++run;
+        for (int g = 0; g < hp.n_head_kv; ++g)
+            for (int h0 = g * group; h0 < (g + 1) * group; h0 += heads_per_tile)
+                tiles.push_back({t, static_cast<int>(run), g, h0, std::min(heads_per_tile, (g + 1) * group - h0)});
+        for (size_t k = t; k < t + run; ++k) max_pos = std::max(max_pos, batch.positions[k]);
+        t += run;
+    }
+    // Split only when the work pays for the fan-out: ~positions × head_dim × rows per tile.
+    const int64_t grain = std::max<int64_t>(1, 16384 / (static_cast<int64_t>(max_pos + 1) * hd * max_attention_rows));
+    const std::vector<tile>& work = tiles;
+    ctx.parallel_for(static_cast<int64_t>(work.size()), grain, [&](int64_t begin, int64_t end) {
+        thread_local std::vector<float> scores;          // [max_attention_rows, max_pos + 1]
         thread_local std::vector<const float*> k_blocks; // [n_blocks of the sequence]
         thread_local std::vector<const float*> v_blocks;
-        if (scores.size() < static_cast<size_t>(max_pos + 1)) scores.resize(static_cast<size_t>(max_pos + 1));
+        const size_t stride = static_cast<size_t>(max_pos + 1);
+        if (scores.size() < stride * max_attention_rows) scores.resize(stride * max_attention_rows);
         seq_id bound = -1;
         int bound_g = -1;
-        for (int64_t task = begin; task < end; ++task) {
-            const size_t t = static_cast<size_t>(task / hp.n_head);
-            const int h = static_cast<int>(task % hp.n_head);
-            const int g = h / group;
-            // Consecutive tasks mostly share the sequence and KV head: bind block bases once.
-            if (batch.seqs[t] != bound || g != bound_g) {
-                bound = batch.seqs[t];
-                bound_g = g;
+        for (int64_t w = begin; w < end; ++w) {
+            const tile& tl = work[static_cast<size_t>(w)];
+            // Consecutive tiles mostly share the sequence and KV head: bind block bases once.
+            if (batch.seqs[tl.t0] != bound || tl.g != bound_g) {
+                bound = batch.seqs[tl.t0];
+                bound_g = tl.g;
                 std::span<const int> blocks = kv.block_table(bound);
                 k_blocks.resize(blocks.size());
                 v_blocks.resize(blocks.size());
                 for (size_t b = 0; b < blocks.size(); ++b) {
-                    k_blocks[b] = kv.k_block(il, blocks[b]) + static_cast<size_t>(g) * hd * bs;
-                    v_blocks[b] = kv.v_block(il, blocks[b]) + g * hd;
+                    k_blocks[b] = kv.k_block(il, blocks[b]) + static_cast<size_t>(tl.g) * hd * bs;
+                    v_blocks[b] = kv.v_block(il, blocks[b]) + tl.g * hd;
                 }
             }
-            attention_args args{q_.data() + t * n_q + static_cast<size_t>(h) * hd,
-                                k_blocks.data(),
-                                v_blocks.data(),
-                                bs,
-                                n_kv,
-                                batch.positions[t] + 1,
-                                scale,
-                                scores.data(),
-                                att_.data() + t * n_q + static_cast<size_t>(h) * hd};
-            attend(args, hd, isa);
+            attention_args shared{nullptr, k_blocks.data(), v_blocks.data(), bs, n_kv, 0, scale, nullptr, nullptr};
+            attention_row rows[max_attention_rows];
+            int n_rows = 0;
+            for (int i = 0; i < tl.n_tokens; ++i) {
+                const size_t t = tl.t0 + static_cast<size_t>(i);
+                for (int h = tl.h0; h < tl.h0 + tl.n_heads; ++h, ++n_rows) {
+                    const size_t off = t * n_q + static_cast<size_t>(h) * hd;
+                    rows[n_rows] = {q_.data() + off, batch.positions[t] + 1, scores.data() + static_cast<size_t>(n_rows) * stride,
+                                    att_.data() + off};
+                }
+            }
+            attend_rows(shared, rows, n_rows, hd, isa);
         }
     });
 }
