@@ -57,6 +57,7 @@ struct harness {
     incident_fixture::temp_root journal_dir{"agent_run_journal"};
     std::shared_ptr<agent_definition> agent = std::make_shared<agent_definition>();
     bool prefix_cache = true;  // the engine's
+    bool journal = true;
     std::shared_ptr<call_predictor> predictor;  // speculative tools: shared by this harness's runs when set
 
     harness() {
@@ -78,22 +79,27 @@ struct harness {
         agent->output_schema = k_output_schema;
     }
 
-    run_outcome run(const std::vector<std::string>& turns, run_switches sw = {}, std::vector<std::shared_ptr<tools::tool>> custom = {},
-                    std::shared_ptr<std::atomic<bool>> cancel = nullptr) {
+    // A host whose scripted model plays `turns` in order, across runs.
+    std::shared_ptr<model_host> make_host(const std::vector<std::string>& turns, int n_ctx = 1 << 15) const {
         auto tok = scripted::chatml_tokenizer();
         auto m = std::make_unique<scripted::model>(tok, turns);
         m->set_fallback(tok.find_token("<|im_end|>"));
         engine_options eo;
-        eo.n_ctx = 1 << 15;
+        eo.n_ctx = n_ctx;
         eo.prefix_cache = prefix_cache;
-        auto host = model_host::create(std::move(m), tok, chat_format::chatml, eo);
+        return model_host::create(std::move(m), tok, chat_format::chatml, eo);
+    }
+
+    run_outcome run(const std::vector<std::string>& turns, run_switches sw = {}, std::vector<std::shared_ptr<tools::tool>> custom = {},
+                    std::shared_ptr<std::atomic<bool>> cancel = nullptr, std::shared_ptr<model_host> shared_host = nullptr) {
+        auto host = shared_host ? shared_host : make_host(turns);
         boost::asio::thread_pool pool(4);
         run_request req;
         req.agent = agent;
         req.task = "users report checkout 502s since ~14:05 UTC, find the root cause";
         req.inputs = {{"incident_dir", root.path.string()}};
         req.switches = sw;
-        req.journal_dir = journal_dir.path.string();
+        req.journal_dir = journal ? journal_dir.path.string() : std::string();
         req.custom_tools = std::move(custom);
         service_options so;
         agent_service service(so);
@@ -405,4 +411,34 @@ TEST_CASE("the shipped model decides the same with every speed switch on or off 
     sw.parallel_tools = false;
     sw.speculative_tools = false;
     same(run(sw, true), "early_dispatch, parallel_tools, speculative_tools");
+}
+
+TEST_CASE("no KV block leaks after 1,000 agent runs on one engine") {
+    harness h;
+    h.journal = false;
+    const int n_runs = 1000;
+    std::vector<std::string> script;
+    for (int i = 0; i < n_runs; ++i) script.push_back(k_answer_ok);
+    auto host = h.make_host(script, 1 << 13);
+    const int n_blocks = (1 << 13) / 16;
+    for (int i = 0; i < n_runs; ++i) {
+        auto out = h.run({}, {}, {}, nullptr, host);
+        REQUIRE_MESSAGE(out.verified, "run " << i << ": " << out.state << " " << out.error);
+    }
+    engine& e = host->eng();
+    auto sync = [&e] {  // a one-token request: the engine has processed everything before it
+        request r;
+        r.session = e.create_session();
+        r.append = {1};
+        e.run(std::move(r));
+    };
+    sync();
+    auto c = e.counters();
+    CHECK(c.n_requests >= static_cast<uint64_t>(n_runs));
+    CHECK(c.n_cached > 0);  // runs after the first found the prompt in the cache
+    // Every block is free, only cached, or the sync session's one block.
+    CHECK(c.n_kv_blocks_free + c.n_kv_blocks_cached == n_blocks - 1);
+    e.clear_prefix_cache();
+    sync();
+    CHECK(e.n_free_kv_blocks() == n_blocks - 2);  // the two sync sessions' blocks
 }
