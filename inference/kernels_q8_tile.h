@@ -17,6 +17,7 @@
 // tile row or column, not per pair.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "inference/kernels_internal.h"
@@ -159,18 +160,23 @@ struct q8_tile {
                 }
             }
         }
+        // Unrolled like the loops above, so acc never needs an address and
+        // stays in registers.
+#pragma GCC unroll 16
         for (int i = 0; i < RM; ++i)
+#pragma GCC unroll 16
             for (int j = 0; j < RN; ++j) a.y[(t + j) * a.ldy + r + i] = hsum(acc[i][j]);
     }
 };
 
 // ---- drivers ----------------------------------------------------------------
 
+// Tokens [t0, t1) against rows r.. r + RM.
 template <class K, int RM>
-TACHYON_TILE_TARGET void gemm_rows(const gemm_args& a, int64_t r) {
-    int64_t t = 0;
-    for (; t + K::rn <= a.n_tokens; t += K::rn) K::template run<RM, K::rn>(a, r, t);
-    switch (a.n_tokens - t) {
+TACHYON_TILE_TARGET void gemm_rows(const gemm_args& a, int64_t r, int64_t t0, int64_t t1) {
+    int64_t t = t0;
+    for (; t + K::rn <= t1; t += K::rn) K::template run<RM, K::rn>(a, r, t);
+    switch (t1 - t) {
         case 1: K::template run<RM, 1>(a, r, t); break;
         case 2: if constexpr (K::rn > 2) K::template run<RM, 2>(a, r, t); break;
         case 3: if constexpr (K::rn > 3) K::template run<RM, 3>(a, r, t); break;
@@ -178,11 +184,18 @@ TACHYON_TILE_TARGET void gemm_rows(const gemm_args& a, int64_t r) {
     }
 }
 
+// The tokens go in panels whose activations fit in L1 (~32 KiB): every row
+// tile of the range streams past one panel before the next, so activations
+// come from L1 and each weight row from L2 once per panel.
 template <class K>
 TACHYON_TILE_TARGET void gemm(const gemm_args& a, int64_t r0, int64_t r1) {
-    int64_t r = r0;
-    for (; r + rows_per_tile <= r1; r += rows_per_tile) gemm_rows<K, rows_per_tile>(a, r);
-    for (; r < r1; ++r) gemm_rows<K, 1>(a, r);
+    const int64_t panel = std::max<int64_t>(K::rn, static_cast<int64_t>((32 << 10) / a.x_row_bytes) / K::rn * K::rn);
+    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
+        const int64_t t1 = std::min(a.n_tokens, t0 + panel);
+        int64_t r = r0;
+        for (; r + rows_per_tile <= r1; r += rows_per_tile) gemm_rows<K, rows_per_tile>(a, r, t0, t1);
+        for (; r < r1; ++r) gemm_rows<K, 1>(a, r, t0, t1);
+    }
 }
 
 template <class K>
