@@ -7,6 +7,8 @@
 #include <tbb/partitioner.h>
 #include <tbb/task_arena.h>
 
+#include <cpuid.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -145,8 +147,9 @@ constexpr detail::type_kernels scalar_q4_k{gemm_by_dot<dot_q4_k>, dot_q4_k, quan
 constexpr detail::type_kernels scalar_q6_k{gemm_by_dot<dot_q6_k>, dot_q6_k, quantize_q8_k};
 
 const detail::type_kernels& kernels_of(kernel_isa isa, tensor_type weight) {
-    const detail::type_kernels* k =
-        isa == kernel_isa::avx2 ? detail::avx2_kernels(weight) : detail::scalar_kernels(weight);
+    const detail::type_kernels* k = isa == kernel_isa::avx_vnni ? detail::avx_vnni_kernels(weight)
+                                    : isa == kernel_isa::avx2   ? detail::avx2_kernels(weight)
+                                                                : detail::scalar_kernels(weight);
     TACHYON_ASSERT(k != nullptr, "no kernels for this tensor type");
     return *k;
 }
@@ -174,20 +177,38 @@ const type_kernels* scalar_kernels(tensor_type weight) {
 }
 }  // namespace detail
 
-std::string_view to_string(kernel_isa isa) { return isa == kernel_isa::avx2 ? "avx2" : "scalar"; }
+std::string_view to_string(kernel_isa isa) {
+    switch (isa) {
+        case kernel_isa::avx2: return "avx2";
+        case kernel_isa::avx_vnni: return "avx_vnni";
+        default: return "scalar";
+    }
+}
 
 bool cpu_has_avx2() {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 }
 
-kernel_isa select_isa(const char* env_value, bool has_avx2) {
-    if (env_value != nullptr && std::string_view(env_value) == "scalar") return kernel_isa::scalar;
-    return has_avx2 ? kernel_isa::avx2 : kernel_isa::scalar;
+bool cpu_has_avx_vnni() {
+    if (!cpu_has_avx2()) return false;
+    // CPUID leaf 7, sub-leaf 1, EAX bit 4 (GCC 12's __builtin_cpu_supports
+    // does not know the feature).
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
+    return (eax >> 4) & 1;
+}
+
+kernel_isa select_isa(const char* env_value, bool has_avx2, bool has_avx_vnni) {
+    const std::string_view env = env_value != nullptr ? env_value : "";
+    if (env == "scalar") return kernel_isa::scalar;
+    if (!has_avx2) return kernel_isa::scalar;
+    if (env == "avx2" || !has_avx_vnni) return kernel_isa::avx2;
+    return kernel_isa::avx_vnni;
 }
 
 kernel_isa default_isa() {
-    static const kernel_isa isa = select_isa(std::getenv("TACHYON_KERNELS"), cpu_has_avx2());
+    static const kernel_isa isa = select_isa(std::getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni());
     return isa;
 }
 

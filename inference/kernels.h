@@ -1,6 +1,7 @@
 // Dot products and matrix multiplication over every weight type tachyon
-// loads, with a portable reference path and an AVX2/FMA/F16C path chosen at
-// run time (the binary itself stays plain x86-64).
+// loads, with a portable reference path, an AVX2/FMA/F16C path and an
+// AVX-VNNI path (AVX2 plus 256-bit dpbusd for q8_0 / q4_0) chosen at run time
+// (the binary itself stays plain x86-64).
 //
 // Weights are used in place in their GGUF encoding. Activations are f32 for
 // f32/f16/bf16 weights and are quantized once per matmul call for the
@@ -19,19 +20,25 @@
 
 namespace tachyon {
 
-enum class kernel_isa { scalar, avx2 };
+// Ordered: each set includes the one before (avx_vnni runs the avx2 kernels
+// wherever it has none of its own).
+enum class kernel_isa { scalar, avx2, avx_vnni };
 
 std::string_view to_string(kernel_isa isa);
 
 // True when the CPU has AVX2, FMA and F16C (and the OS saves ymm state).
 bool cpu_has_avx2();
+// True when the CPU also has AVX-VNNI (the VEX-encoded 256-bit dpbusd).
+bool cpu_has_avx_vnni();
 
 // The kernels to use given the value of TACHYON_KERNELS (nullptr when unset)
-// and the CPU: "scalar" forces the reference kernels; unset, empty, "auto" or
-// "avx2" pick AVX2 when the CPU has it. An unknown value falls back to auto.
-kernel_isa select_isa(const char* env_value, bool has_avx2);
+// and the CPU: "scalar" forces the reference kernels, "avx2" the AVX2 ones
+// without VNNI; unset, empty or "auto" pick the best the CPU has. A set the
+// CPU lacks, or an unknown value, falls back to auto.
+kernel_isa select_isa(const char* env_value, bool has_avx2, bool has_avx_vnni = false);
 
-// select_isa(getenv("TACHYON_KERNELS"), cpu_has_avx2()), decided once.
+// select_isa(getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni()),
+// decided once.
 kernel_isa default_isa();
 
 // True for the weight types matmul and vec_dot handle: f32, f16, bf16,

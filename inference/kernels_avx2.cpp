@@ -17,18 +17,12 @@
 #include "inference/quant.h"
 
 #define TACHYON_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define TACHYON_TILE_TARGET TACHYON_AVX2
+#define TACHYON_TILE_VNNI 0
+#include "inference/kernels_q8_tile.h"
 
 namespace tachyon::detail {
 namespace {
-
-constexpr int rows_per_tile = 4;
-
-TACHYON_AVX2 inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 TACHYON_AVX2 inline int hsum_i32(__m256i v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
@@ -100,73 +94,6 @@ struct float_tile {
                 a.y[(t + j) * a.ldy + r + i] = s;
             }
         }
-    }
-};
-
-// ---- q8_0 / q4_0 weights against q8_0 activations ----------------------------
-
-struct unpack_q8_0 {
-    using block = block_q8_0;
-    TACHYON_AVX2 static __m256i quants(const block_q8_0& b) {
-        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
-    }
-};
-
-struct unpack_q4_0 {
-    using block = block_q4_0;
-    // Element j is the low nibble of byte j, element j + 16 the high nibble:
-    // low nibbles fill the lower 128-bit lane, high nibbles the upper one.
-    TACHYON_AVX2 static __m256i quants(const block_q4_0& b) {
-        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-        const __m256i both = _mm256_set_m128i(_mm_srli_epi16(raw, 4), raw);
-        const __m256i nib = _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
-        return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
-    }
-};
-
-template <class U>
-struct q8_tile {
-    static constexpr int rn = 2;
-
-    template <int RM, int RN>
-    TACHYON_AVX2 static void run(const gemm_args& a, int64_t r, int64_t t) {
-        using block = typename U::block;
-        const block* w[RM];
-        const block_q8_0* x[RN];
-        for (int i = 0; i < RM; ++i) w[i] = reinterpret_cast<const block*>(a.w + (r + i) * a.w_row_bytes);
-        for (int j = 0; j < RN; ++j) x[j] = reinterpret_cast<const block_q8_0*>(a.x + (t + j) * a.x_row_bytes);
-        __m256 acc[RM][RN];
-#pragma GCC unroll 16
-        for (int i = 0; i < RM; ++i)
-#pragma GCC unroll 16
-            for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_setzero_ps();
-        const __m256i ones = _mm256_set1_epi16(1);
-        const int64_t nb = a.n_cols / qk_32;
-        for (int64_t b = 0; b < nb; ++b) {
-            __m256i xq[RN];
-            __m256 dx[RN];
-#pragma GCC unroll 16
-            for (int j = 0; j < RN; ++j) {
-                xq[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j][b].qs));
-                dx[j] = _mm256_set1_ps(half_to_float(x[j][b].d));
-            }
-#pragma GCC unroll 16
-            for (int i = 0; i < RM; ++i) {
-                const __m256i wq = U::quants(w[i][b]);
-                // maddubs multiplies unsigned by signed bytes: move w's sign
-                // onto x and use |w|. Pairs stay below 2*128*127 < 2^15.
-                const __m256i wa = _mm256_sign_epi8(wq, wq);
-                const __m256 dw = _mm256_set1_ps(half_to_float(w[i][b].d));
-#pragma GCC unroll 16
-                for (int j = 0; j < RN; ++j) {
-                    const __m256i p16 = _mm256_maddubs_epi16(wa, _mm256_sign_epi8(xq[j], wq));
-                    const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
-                    acc[i][j] = _mm256_fmadd_ps(p, _mm256_mul_ps(dw, dx[j]), acc[i][j]);
-                }
-            }
-        }
-        for (int i = 0; i < RM; ++i)
-            for (int j = 0; j < RN; ++j) a.y[(t + j) * a.ldy + r + i] = hsum(acc[i][j]);
     }
 };
 
@@ -319,35 +246,6 @@ struct q6_k_tile {
             for (int j = 0; j < RN; ++j) a.y[(t + j) * a.ldy + r + i] = hsum(acc[i][j]);
     }
 };
-
-// ---- drivers ----------------------------------------------------------------
-
-template <class K, int RM>
-TACHYON_AVX2 void gemm_rows(const gemm_args& a, int64_t r) {
-    int64_t t = 0;
-    for (; t + K::rn <= a.n_tokens; t += K::rn) K::template run<RM, K::rn>(a, r, t);
-    switch (a.n_tokens - t) {
-        case 1: K::template run<RM, 1>(a, r, t); break;
-        case 2: if constexpr (K::rn > 2) K::template run<RM, 2>(a, r, t); break;
-        case 3: if constexpr (K::rn > 3) K::template run<RM, 3>(a, r, t); break;
-        default: break;
-    }
-}
-
-template <class K>
-TACHYON_AVX2 void gemm(const gemm_args& a, int64_t r0, int64_t r1) {
-    int64_t r = r0;
-    for (; r + rows_per_tile <= r1; r += rows_per_tile) gemm_rows<K, rows_per_tile>(a, r);
-    for (; r < r1; ++r) gemm_rows<K, 1>(a, r);
-}
-
-template <class K>
-TACHYON_AVX2 float dot(int64_t n, const void* w, const void* x) {
-    float y = 0.0f;
-    gemm_args a{static_cast<const std::byte*>(w), 0, static_cast<const std::byte*>(x), 0, n, 1, &y, 1};
-    K::template run<1, 1>(a, 0, 0);
-    return y;
-}
 
 // ---- activation quantizers ----------------------------------------------------
 

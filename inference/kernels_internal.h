@@ -31,5 +31,7 @@ struct type_kernels {
 // nullptr for a type without kernels.
 const type_kernels* scalar_kernels(tensor_type weight);
 const type_kernels* avx2_kernels(tensor_type weight);
+// AVX2 plus AVX-VNNI: its own q8_0 / q4_0 kernels, the AVX2 ones otherwise.
+const type_kernels* avx_vnni_kernels(tensor_type weight);
 
 }  // namespace tachyon::detail

@@ -148,23 +148,23 @@ TACHYON_AVX2 void add_avx2(float* y, const float* a, const float* b, int64_t n) 
 
 void rmsnorm(float* y, const float* x, const float* w, int64_t n, float eps, kernel_isa isa) {
     TACHYON_ASSERT(n > 0, "rmsnorm of an empty row");
-    if (isa == kernel_isa::avx2) return rmsnorm_avx2(y, x, w, n, eps);
+    if (isa != kernel_isa::scalar) return rmsnorm_avx2(y, x, w, n, eps);
     rmsnorm_scalar(y, x, w, n, eps);
 }
 
 void softmax(float* x, int64_t n, kernel_isa isa) {
     TACHYON_ASSERT(n > 0, "softmax of an empty row");
-    if (isa == kernel_isa::avx2) return softmax_avx2(x, n);
+    if (isa != kernel_isa::scalar) return softmax_avx2(x, n);
     softmax_scalar(x, n);
 }
 
 void silu_mul(float* y, const float* gate, const float* up, int64_t n, kernel_isa isa) {
-    if (isa == kernel_isa::avx2) return silu_mul_avx2(y, gate, up, n);
+    if (isa != kernel_isa::scalar) return silu_mul_avx2(y, gate, up, n);
     silu_mul_scalar(y, gate, up, n);
 }
 
 void add(float* y, const float* a, const float* b, int64_t n, kernel_isa isa) {
-    if (isa == kernel_isa::avx2) return add_avx2(y, a, b, n);
+    if (isa != kernel_isa::scalar) return add_avx2(y, a, b, n);
     add_scalar(y, a, b, n);
 }
 

@@ -69,6 +69,14 @@ int64_t cols_for(tensor_type type, int64_t n_float) {
 
 }  // namespace
 
+// The kernel sets this CPU can run besides the reference.
+std::vector<kernel_isa> simd_isas() {
+    std::vector<kernel_isa> v;
+    if (cpu_has_avx2()) v.push_back(kernel_isa::avx2);
+    if (cpu_has_avx_vnni()) v.push_back(kernel_isa::avx_vnni);
+    return v;
+}
+
 TEST_CASE("TACHYON_KERNELS=scalar selects the reference kernels") {
     CHECK(select_isa("scalar", true) == kernel_isa::scalar);
     CHECK(select_isa("scalar", false) == kernel_isa::scalar);
@@ -78,8 +86,15 @@ TEST_CASE("TACHYON_KERNELS=scalar selects the reference kernels") {
     CHECK(select_isa("avx2", false) == kernel_isa::scalar);  // never run instructions the CPU lacks
     CHECK(select_isa(nullptr, false) == kernel_isa::scalar);
     // The process-wide choice follows the environment this test runs in.
-    CHECK(default_isa() == select_isa(std::getenv("TACHYON_KERNELS"), cpu_has_avx2()));
+    // AVX-VNNI when the CPU has it, unless "avx2" asks for plain AVX2.
+    CHECK(select_isa(nullptr, true, true) == kernel_isa::avx_vnni);
+    CHECK(select_isa("auto", true, true) == kernel_isa::avx_vnni);
+    CHECK(select_isa("avx2", true, true) == kernel_isa::avx2);
+    CHECK(select_isa("scalar", true, true) == kernel_isa::scalar);
+    CHECK(select_isa(nullptr, false, true) == kernel_isa::scalar);
+    CHECK(default_isa() == select_isa(std::getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni()));
     CHECK(to_string(kernel_isa::scalar) == "scalar");
+    CHECK(to_string(kernel_isa::avx_vnni) == "avx_vnni");
     CHECK(kernel_context(2, kernel_isa::scalar).isa() == kernel_isa::scalar);
 }
 
@@ -93,16 +108,18 @@ TEST_CASE("activation formats per weight type") {
     CHECK_FALSE(has_kernels(tensor_type::q5_0));
 }
 
-TEST_CASE("AVX2 dot products match the scalar reference") {
+TEST_CASE("AVX2 and AVX-VNNI dot products match the scalar reference") {
     if (!cpu_has_avx2()) {
         MESSAGE("skipped: CPU without AVX2/FMA/F16C");
         return;
     }
+    for (kernel_isa isa : simd_isas())
     for (tensor_type type : all_types) {
         // Float types: lengths that are not multiples of 8 or 16 exercise the tails.
         const std::vector<int64_t> lengths =
             is_float_type(type) ? std::vector<int64_t>{1, 7, 8, 13, 100, 1001} : std::vector<int64_t>{256, 768, 2048};
         for (int64_t n : lengths) {
+            CAPTURE(to_string(isa));
             CAPTURE(to_string(type));
             CAPTURE(n);
             const auto w = random_weights(type, 1, n, static_cast<uint32_t>(n));
@@ -110,7 +127,7 @@ TEST_CASE("AVX2 dot products match the scalar reference") {
             std::vector<std::byte> xq(row_size(activation_type(type), n));
             quantize_activations(kernel_isa::scalar, type, xf.data(), xq.data(), n);
             const float ref = vec_dot(kernel_isa::scalar, type, n, w.data(), xq.data());
-            const float got = vec_dot(kernel_isa::avx2, type, n, w.data(), xq.data());
+            const float got = vec_dot(isa, type, n, w.data(), xq.data());
             // Integer block sums are exact; only the float summation order
             // differs: allow 1e-5 of the sum of |terms|.
             std::vector<float> wf(static_cast<size_t>(n)), xd(static_cast<size_t>(n));
@@ -163,7 +180,7 @@ TEST_CASE("AVX2 activation quantizers agree with the reference quantizers") {
 
 TEST_CASE("matmul matches a double-precision reference for every type, batch size and kernel set") {
     std::vector<kernel_isa> isas{kernel_isa::scalar};
-    if (cpu_has_avx2()) isas.push_back(kernel_isa::avx2);
+    for (kernel_isa isa : simd_isas()) isas.push_back(isa);
     const int64_t n_rows = 37;  // not a multiple of the 4-row tile
     for (kernel_isa isa : isas) {
         kernel_context ctx(1, isa);
@@ -173,7 +190,7 @@ TEST_CASE("matmul matches a double-precision reference for every type, batch siz
             std::vector<float> wf(static_cast<size_t>(n_rows * n_cols));  // [n_rows, n_cols]
             for (int64_t r = 0; r < n_rows; ++r)
                 dequantize_row(type, w.data() + r * row_size(type, n_cols), wf.data() + r * n_cols, n_cols);
-            for (int64_t n_tokens : {1, 3, 8, 17}) {
+            for (int64_t n_tokens : {1, 3, 8, 17, 64}) {
                 CAPTURE(to_string(isa));
                 CAPTURE(to_string(type));
                 CAPTURE(n_tokens);
@@ -203,6 +220,43 @@ TEST_CASE("matmul matches a double-precision reference for every type, batch siz
                             }
                         }
                         if (std::fabs(y[t * n_rows + r] - ref) > tol) ++n_bad;
+                    }
+                }
+                CHECK(n_bad == 0);
+            }
+        }
+    }
+}
+
+TEST_CASE("q8_0 and q4_0 matmul tiles match the scalar matmul on every edge of the tile") {
+    // Rows and tokens that leave partial 4 x 2 tiles, an odd number of blocks.
+    const int64_t n_rows = 37, n_cols = 13 * qk_32;
+    for (kernel_isa isa : simd_isas()) {
+        kernel_context simd(1, isa), ref(1, kernel_isa::scalar);
+        for (tensor_type type : {tensor_type::q8_0, tensor_type::q4_0}) {
+            const auto w = random_weights(type, n_rows, n_cols, 21);
+            std::vector<float> wf(static_cast<size_t>(n_rows * n_cols));
+            for (int64_t r = 0; r < n_rows; ++r)
+                dequantize_row(type, w.data() + r * row_size(type, n_cols), wf.data() + r * n_cols, n_cols);
+            for (int64_t n_tokens : {1, 3, 17, 64}) {
+                CAPTURE(to_string(isa));
+                CAPTURE(to_string(type));
+                CAPTURE(n_tokens);
+                const auto x = random_floats(static_cast<size_t>(n_tokens * n_cols), 23);
+                std::vector<float> y(static_cast<size_t>(n_tokens * n_rows)), y_ref(y.size());
+                matmul(simd, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y.data());
+                matmul(ref, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y_ref.data());
+                // Both sides quantize the activations to the same q8_0 blocks
+                // (same scale; a quant may differ by one step where x * 127 /
+                // max|x| falls on a tie, which random normals never hit) and
+                // sum the same integers: only the float order of the block
+                // terms differs, 1e-5 of the sum of their magnitudes.
+                int n_bad = 0;
+                for (int64_t t = 0; t < n_tokens; ++t) {
+                    for (int64_t r = 0; r < n_rows; ++r) {
+                        double mag = 0.0;
+                        for (int64_t k = 0; k < n_cols; ++k) mag += std::fabs(static_cast<double>(wf[r * n_cols + k]) * x[t * n_cols + k]);
+                        if (std::fabs(y[t * n_rows + r] - y_ref[t * n_rows + r]) > 1e-5 * mag + 1e-6) ++n_bad;
                     }
                 }
                 CHECK(n_bad == 0);
