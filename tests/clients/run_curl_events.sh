@@ -21,7 +21,7 @@ body=$(printf '{"agent": "incident-analyst", "task": "%s", "inputs": {"incident_
     "$(tr -d '"\\\n' <"$work/incident/task.txt")" "$work/incident")
 created=$(curl -sS -X POST "$BASE/v1/runs" -H 'Content-Type: application/json' -d "$body" -w '\n%{http_code}')
 [ "$(tail -n1 <<<"$created")" = 201 ] || fail "POST /v1/runs: $created"
-id=$(grep -o '"id":"[^"]*"' <<<"$created" | head -n1 | cut -d'"' -f4)
+id=$(grep -o '"id":"[^"]*"' <<<"$created" | sed -n 1p | cut -d'"' -f4)
 [ -n "$id" ] || fail "no run id in $created"
 echo "run $id"
 
@@ -29,8 +29,11 @@ echo "run $id"
 curl -sSN --max-time 120 "$BASE/v1/runs/$id/events" >"$work/events.txt"
 grep -q '^data: ' "$work/events.txt" || fail "no events: $(cat "$work/events.txt")"
 [ "$(head -n1 "$work/events.txt")" = "id: 0" ] || fail "first line is not 'id: 0'"
-grep '^data: ' "$work/events.txt" | head -n1 | grep -q '"type":"run_start"' || fail "first event is not run_start"
-grep '^data: ' "$work/events.txt" | tail -n1 | grep -q '"type":"run_end"' || fail "last event is not run_end"
+# (No `grep | head` pipelines: under pipefail the writer's SIGPIPE would fail them at random.)
+first=$(grep -m1 '^data: ' "$work/events.txt")
+last=$(grep '^data: ' "$work/events.txt" | tail -n1)
+[[ $first == *'"type":"run_start"'* ]] || fail "first event is not run_start: $first"
+[[ $last == *'"type":"run_end"'* ]] || fail "last event is not run_end: $last"
 n=$(grep -c '^data: ' "$work/events.txt")
 [ "$(grep -c '^id: ' "$work/events.txt")" = "$n" ] || fail "every event needs an id"
 [ "$(grep -c '^$' "$work/events.txt")" = "$n" ] || fail "every event ends with a blank line"
@@ -50,9 +53,10 @@ grep -q '"type":"run_end"' "$work/runs/$id.jsonl" || fail "journal has no run_en
 
 # Cancel a second run right away: it ends (cancelled, unless it finished first).
 created=$(curl -sS -X POST "$BASE/v1/runs" -d "$body")
-id2=$(grep -o '"id":"[^"]*"' <<<"$created" | head -n1 | cut -d'"' -f4)
+id2=$(grep -o '"id":"[^"]*"' <<<"$created" | sed -n 1p | cut -d'"' -f4)
 [ "$(curl -sS -o /dev/null -w '%{http_code}' -X POST "$BASE/v1/runs/$id2/cancel")" = 202 ] || fail "cancel did not answer 202"
-curl -sSN --max-time 60 "$BASE/v1/runs/$id2/events" | grep '^data: ' | tail -n1 | grep -q '"type":"run_end"' || fail "cancelled run did not end"
+last2=$(curl -sSN --max-time 60 "$BASE/v1/runs/$id2/events" | grep '^data: ' | tail -n1)
+[[ $last2 == *'"type":"run_end"'* ]] || fail "cancelled run did not end: $last2"
 echo "cancelled run: $(curl -sS "$BASE/v1/runs/$id2" | grep -o '"state":"[a-z_]*"')"
 
 # Errors: unknown run and agent.
