@@ -15,7 +15,7 @@ test_packages=(curl wrk)
 
 log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
 
-is_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+is_installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 
 ensure_packages() {
     local missing=()
