@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <ctime>
 
 #include "examples/incident/json_text.h"
 
@@ -158,13 +159,39 @@ std::string iso_in(std::string_view line) {
     return "";
 }
 
+// Every ISO-8601 UTC time in a text, in order.
+std::vector<std::string> all_iso(std::string_view text) {
+    std::vector<std::string> out;
+    for (size_t at = 0; at < text.size();) {
+        const std::string t = iso_in(text.substr(at));
+        if (t.empty()) break;
+        out.push_back(t);
+        at = text.find(t, at) + t.size();
+    }
+    return out;
+}
+
+// `iso` + `seconds`, same format (YYYY-MM-DDTHH:MM:SS[.fff]Z); "" when unreadable.
+std::string shift_iso(const std::string& iso, int seconds) {
+    std::tm tm{};
+    if (iso.size() < 20 || !strptime(iso.c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) return "";
+    const std::time_t t = timegm(&tm) + seconds;
+    std::tm out{};
+    gmtime_r(&t, &out);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &out);
+    return std::string(buf) + iso.substr(19);
+}
+
 class session {
 public:
     session(const tt::registry& tools, expert_run& run) : tools_(tools), run_(run) {}
 
     // Calls the tools of one assistant turn (in order) and records the turn.
-    tachyon::result<std::vector<std::string>> turn(std::vector<tool_call> calls) {
+    // `learn` false: a deliberate mistake, kept out of the training targets.
+    tachyon::result<std::vector<std::string>> turn(std::vector<tool_call> calls, bool learn = true) {
         exchange ex;
+        ex.learn = learn;
         for (const auto& c : calls) {
             auto t = tools_.find(c.name);
             if (!t) return tachyon::make_error(tachyon::errc::not_found, "expert: tool '" + c.name + "' is not registered");
@@ -180,7 +207,7 @@ public:
 
     // Records a final answer; runs verify_root_cause as the runtime does and
     // records a rejection as feedback. Returns the verdict text.
-    tachyon::result<std::string> answer(const expert_answer& a) {
+    tachyon::result<std::string> answer(const expert_answer& a, bool learn = true) {
         auto verify = tools_.find("verify_root_cause");
         if (!verify) return tachyon::make_error(tachyon::errc::not_found, "expert: verify_root_cause is not registered");
         json_object args;
@@ -192,6 +219,7 @@ public:
         std::string verdict = r.ok() ? *r : "error: " + r.err().message;
         while (!verdict.empty() && verdict.back() == '\n') verdict.pop_back();
         exchange ex;
+        ex.learn = learn;
         ex.content = a.json();
         run_.answer = a;
         ++run_.n_answers;
@@ -223,7 +251,8 @@ std::string args_service(const std::string& service) {
 tachyon::result<expert_answer> investigate(session& s, const std::string& service, const std::vector<summary_row>& rows,
                                            const expert_options& options, bool as_mistake) {
     auto results = s.turn({{"search_logs", args_service_level(service, options.search_limit)},
-                           {"recent_changes", args_service(service)}});
+                           {"recent_changes", args_service(service)}},
+                          !as_mistake);
     if (!results) return results.err();
     const auto hits = parse_search((*results)[0]);
     const std::string changes = (*results)[1];
@@ -261,6 +290,7 @@ tachyon::result<expert_answer> investigate(session& s, const std::string& servic
     for (const auto& r : rows)
         if (r.service == service) a.first_bad_timestamp = r.first_error;
     if (a.first_bad_timestamp.empty() && !hits.empty()) a.first_bad_timestamp = iso_in(hits[0].text);
+    for (const auto& h : hits) a.later_timestamp = std::max(a.later_timestamp, iso_in(h.text));
     if (a.evidence.empty())
         for (const auto& h : hits)
             if (a.evidence.size() < 2) a.evidence.push_back(h.id);
@@ -371,11 +401,37 @@ tachyon::result<expert_run> run_expert(const tt::registry& tools, const std::str
     std::string suspect = found.deepest;
     bool mistake = options.mistake && !found.caller.empty();
     if (mistake) suspect = found.caller;
+    bool late = options.late_timestamp && !mistake;
     for (int k = 0; k < options.max_answers; ++k) {
         auto a = investigate(s, suspect, rows, options, mistake);
         if (!a) return a.err();
         run.made_mistake = run.made_mistake || mistake;
-        auto verdict = s.answer(*a);
+        // a time read earlier in the run but well after the service's first
+        // error (the verifier allows 5 minutes): it names the right one
+        std::string late_time;
+        if (late) {
+            const std::string floor = shift_iso(a->first_bad_timestamp, 6 * 60);
+            for (const auto& turn : run.convo.turns)
+                for (const auto& r : turn.results)
+                    for (const auto& t : all_iso(r))
+                        if (!floor.empty() && t > floor && (late_time.empty() || t < late_time)) late_time = t;
+        }
+        if (!late_time.empty()) {
+            expert_answer wrong = *a;
+            wrong.first_bad_timestamp = late_time;
+            auto verdict = s.answer(wrong, false);
+            if (!verdict) return verdict.err();
+            const size_t at = verdict->find("started failing at ");
+            const std::string named = at == std::string::npos ? std::string() : iso_in(std::string_view(*verdict).substr(at));
+            if (run.verified || named.empty()) {
+                run.trouble = "a late timestamp was not rejected with the right one: " + *verdict;
+                return run;
+            }
+            run.made_mistake = true;
+            a->first_bad_timestamp = named;
+        }
+        late = false;
+        auto verdict = s.answer(*a, !mistake);
         if (!verdict) return verdict.err();
         if (run.verified) break;
         const std::string next = earlier_dependency(*verdict, found.failing);

@@ -25,6 +25,7 @@ namespace incident {
 
 struct expert_options {
     bool mistake = false;  // answer the deepest failing span's caller first
+    bool late_timestamp = false;  // first answer a later timestamp than the service's first error, then correct it
     int search_limit = 3;  // search_logs limit: keeps transcripts short (2 evidence lines + 1)
     int max_answers = 3;   // give up after this many rejected answers
 };
@@ -34,6 +35,7 @@ struct expert_answer {
     std::string fault_type;
     std::string first_bad_timestamp;
     std::vector<std::string> evidence;
+    std::string later_timestamp;  // not answered: the latest time on the lines read (for a deliberate late answer)
     std::string json() const;  // compact, keys in the contract's order
 };
 
@@ -42,7 +44,7 @@ struct expert_run {
     expert_answer answer;          // the last answer given
     bool verified = false;         // verify_root_cause accepted the last answer
     int n_answers = 0;
-    bool made_mistake = false;     // a deliberate wrong first answer was given
+    bool made_mistake = false;     // a deliberate wrong first answer was given (service or timestamp)
     std::string trouble;           // why the expert could not go on ("" when it answered)
 };
 

@@ -98,6 +98,7 @@ tachyon::result<trajectory> make_trajectory(uint64_t seed, const trajectory_opti
     expert_options eo;
     eo.search_limit = options.search_limit;
     eo.mistake = wants_mistake(seed, options.mistake_rate);
+    eo.late_timestamp = !eo.mistake && wants_mistake(seed ^ 0x7157A3Dull, options.late_timestamp_rate);
     for (int attempt = 0; attempt < 2; ++attempt) {
         tachyon::tools::registry tools;
         TACHYON_TRY(tachyon::tools::add_log_tools(tools, dir.string()));
@@ -108,8 +109,9 @@ tachyon::result<trajectory> make_trajectory(uint64_t seed, const trajectory_opti
         const bool useless_mistake = run->made_mistake &&
                                      (run->n_answers < 2 || run->convo.turns.size() < 2 ||
                                       !run->verified || run->answer.service != t.truth.root_cause_service);
-        if (useless_mistake && attempt == 0) {
+        if ((useless_mistake || !run->trouble.empty()) && attempt == 0 && (eo.mistake || eo.late_timestamp)) {
             eo.mistake = false;
+            eo.late_timestamp = false;
             continue;
         }
         t.run = std::move(*run);

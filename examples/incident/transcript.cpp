@@ -54,7 +54,7 @@ std::vector<segment> render_segments(const conversation& c) {
     for (size_t k = 0; k < c.turns.size(); ++k) {
         const exchange& turn = c.turns[k];
         out.push_back({std::move(pending), false});
-        out.push_back({render_assistant(turn) + "<|im_end|>", true});
+        out.push_back({render_assistant(turn) + "<|im_end|>", turn.learn});
         pending.clear();
         if (turn.results.empty()) continue;
         pending = "\n<|im_start|>user\n";

@@ -26,6 +26,7 @@ struct exchange {
     std::string content;                 // text before the calls, or the final answer JSON
     std::vector<tool_call> calls;
     std::vector<std::string> results;    // [calls.size()], or one feedback text after a final answer
+    bool learn = true;                   // false: a deliberate mistake, context for a recovery but no training target
 };
 
 struct conversation {

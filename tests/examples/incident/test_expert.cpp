@@ -48,6 +48,7 @@ TEST_CASE("the expert solves a sample of incidents with the real tools") {
     o.instructions = "Investigate.";
     o.work_dir = std::filesystem::temp_directory_path();
     o.mistake_rate = 0.0;
+    o.late_timestamp_rate = 0.0;
     for (uint64_t seed = 0; seed < 24; ++seed) {
         CAPTURE(seed);
         auto t = make_trajectory(seed, o);
@@ -60,6 +61,31 @@ TEST_CASE("the expert solves a sample of incidents with the real tools") {
         CHECK(t->run.n_answers == 1);
         CHECK_FALSE(std::filesystem::exists(o.work_dir / ("incident-" + std::to_string(::getpid()) + "-" + std::to_string(seed))));
     }
+}
+
+TEST_CASE("a deliberately late first_bad_timestamp is rejected and corrected from the verifier's words, and not learned") {
+    trajectory_options o;
+    o.instructions = "Investigate.";
+    o.work_dir = std::filesystem::temp_directory_path();
+    o.mistake_rate = 0.0;
+    o.late_timestamp_rate = 1.0;
+    int n_recovered = 0;
+    for (uint64_t seed = 0; seed < 8; ++seed) {
+        CAPTURE(seed);
+        auto t = make_trajectory(seed, o);
+        REQUIRE(t.ok());
+        CHECK(t->run.verified);
+        CHECK(t->correct_time);
+        if (t->run.n_answers != 2) continue;
+        ++n_recovered;
+        // The wrong answer is context, not a target; the correction is a target.
+        const auto& turns = t->run.convo.turns;
+        REQUIRE(turns.size() >= 2);
+        CHECK_FALSE(turns[turns.size() - 2].learn);
+        CHECK(turns[turns.size() - 2].results.at(0).find("started failing at") != std::string::npos);
+        CHECK(turns.back().learn);
+    }
+    CHECK(n_recovered >= 6);
 }
 
 TEST_CASE("a deliberate wrong answer is rejected by verify_root_cause and then corrected") {
@@ -79,6 +105,11 @@ TEST_CASE("a deliberate wrong answer is rejected by verify_root_cause and then c
         CHECK(t->run.n_answers >= 2);
         const std::string text = join_segments(t->segments);
         CHECK(text.find("<tool_response>\nverify_root_cause: rejected: ") != std::string::npos);
+        // The mistaken turns are shown but not learned: only the recovery is a target.
+        int n_unlearned = 0;
+        for (const auto& turn : t->run.convo.turns) n_unlearned += turn.learn ? 0 : 1;
+        CHECK(n_unlearned >= 2);  // the mistaken investigation and the wrong answer
+        CHECK(t->run.convo.turns.back().learn);
     }
     CHECK(n_recovered >= 6);
 }
