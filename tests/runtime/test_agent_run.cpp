@@ -58,6 +58,7 @@ struct harness {
     std::shared_ptr<agent_definition> agent = std::make_shared<agent_definition>();
     bool prefix_cache = true;  // the engine's
     bool journal = true;
+    boost::asio::io_context io_;  // destroyed after any host a test made from this harness
     std::shared_ptr<call_predictor> predictor;  // speculative tools: shared by this harness's runs when set
 
     harness() {
@@ -101,10 +102,11 @@ struct harness {
         req.switches = sw;
         req.journal_dir = journal ? journal_dir.path.string() : std::string();
         req.custom_tools = std::move(custom);
-        service_options so;
-        agent_service service(so);
         // The service would open the model from a file; drive run_agent directly with the scripted host.
-        boost::asio::io_context io;
+        // One event loop for the harness: the engine may drop a finished
+        // request's callbacks (which hold executors) after a run returns.
+        boost::asio::io_context& io = io_;
+        io.restart();
         run_outcome out;
         run_environment env{host, &pool, nullptr, cancel ? cancel : std::make_shared<std::atomic<bool>>(false), predictor};
         boost::asio::co_spawn(boost::asio::make_strand(io), run_agent(env, req), [&](std::exception_ptr e, run_outcome o) {
