@@ -129,7 +129,12 @@ class engine {
 public:
     static result<std::unique_ptr<engine>> open(const std::string& model_path, const engine_options& options);
     static std::unique_ptr<engine> create(std::unique_ptr<model> m, const engine_options& options);
-    ~engine();  // cancels everything and joins the engine thread
+    ~engine();  // cancels everything and joins the engine thread; never call it on that thread
+
+    // True on the engine thread (inside a callback). An owner whose last
+    // reference a callback drops must hand the engine to another thread to
+    // destroy (model_host does).
+    bool on_engine_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
 
     const model& get_model() const { return *model_; }
     const engine_options& options() const { return options_; }

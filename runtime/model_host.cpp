@@ -1,6 +1,7 @@
 #include "runtime/model_host.h"
 
 #include <algorithm>
+#include <thread>
 
 namespace tachyon {
 
@@ -38,6 +39,13 @@ std::shared_ptr<const token_index> model_host::index() const {
 
 std::vector<int32_t> model_host::encode_scaffold(std::string_view text) const {
     return tokenizer_->encode(text, {.add_special = false, .parse_special = true});
+}
+
+model_host::~model_host() {
+    // The last reference can go inside an engine callback (a finished request
+    // releasing its run): the engine thread cannot join itself, so another
+    // thread destroys the engine once that callback has returned.
+    if (engine_ && engine_->on_engine_thread()) std::thread([e = std::move(engine_)]() mutable { e.reset(); }).detach();
 }
 
 std::vector<int32_t> model_host::encode_plain(std::string_view text) const {

@@ -28,6 +28,8 @@ public:
     static std::shared_ptr<model_host> create(std::unique_ptr<model> m, tokenizer tok, chat_format format,
                                               const engine_options& options, std::string path = "<memory>");
 
+    ~model_host();
+
     engine& eng() { return *engine_; }
     const tokenizer& tok() const { return *tokenizer_; }
     chat_format format() const { return format_; }
