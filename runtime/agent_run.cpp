@@ -174,15 +174,7 @@ status runner::setup() {
 
 void runner::journal_turn(const run_turn& t) {
     if (!journal_) return;
-    journal::model_turn_event e;
-    e.step = t.step;
-    e.prefill_tokens = t.prefill_tokens;
-    e.reused_tokens = t.reused_tokens;
-    e.generated_tokens = t.generated_tokens;
-    e.prefill_start_ms = t.start_ms;
-    e.prefill_end_ms = t.first_token_ms;
-    e.decode_end_ms = t.end_ms;
-    e.text = t.text;
+    journal::model_turn_event e = journal_event(t);
     (void)journal_->model_turn(e);
 }
 
@@ -213,20 +205,7 @@ void runner::finish_call(const std::shared_ptr<call_slot>& slot, bool ok, std::s
 void runner::record_call(const call_slot& slot) {
     out_.calls.push_back(slot.rec);
     if (env_.observer) env_.observer->on_tool_end(slot.rec);
-    if (journal_) {
-        journal::tool_call_event e;
-        e.step = slot.rec.step;
-        e.call_id = slot.rec.call_id;
-        e.name = slot.rec.name;
-        e.arguments_json = slot.rec.arguments;
-        e.start_ms = slot.rec.start_ms;
-        e.end_ms = slot.rec.end_ms;
-        e.ok = slot.rec.ok;
-        e.result = slot.rec.ok ? slot.rec.result : std::string();
-        e.error = slot.rec.ok ? std::string() : slot.rec.result;
-        e.early = slot.rec.early;
-        (void)journal_->tool_call(e);
-    }
+    if (journal_) (void)journal_->tool_call(journal_event(slot.rec));
 }
 
 // Starts the read-only calls the agent's history predicts for this turn,
@@ -875,6 +854,34 @@ result<std::string> render_initial_prompt(const agent_definition& agent, const m
     o.add_generation_prompt = true;
     o.tools = tool_definitions(*tools);
     return render_chat(host.format(), messages, o);
+}
+
+journal::model_turn_event journal_event(const run_turn& t) {
+    journal::model_turn_event e;
+    e.step = t.step;
+    e.prefill_tokens = t.prefill_tokens;
+    e.reused_tokens = t.reused_tokens;
+    e.generated_tokens = t.generated_tokens;
+    e.prefill_start_ms = t.start_ms;
+    e.prefill_end_ms = t.first_token_ms;
+    e.decode_end_ms = t.end_ms;
+    e.text = t.text;
+    return e;
+}
+
+journal::tool_call_event journal_event(const run_tool_call& c) {
+    journal::tool_call_event e;
+    e.step = c.step;
+    e.call_id = c.call_id;
+    e.name = c.name;
+    e.arguments_json = c.arguments;
+    e.start_ms = c.start_ms;
+    e.end_ms = c.end_ms;
+    e.ok = c.ok;
+    e.result = c.ok ? c.result : std::string();
+    e.error = c.ok ? std::string() : c.result;
+    e.early = c.early;
+    return e;
 }
 
 asio::awaitable<run_outcome> run_agent(run_environment env, run_request request) {

@@ -18,6 +18,7 @@
 
 #include "runtime/agent_def.h"
 #include "runtime/call_predictor.h"
+#include "runtime/journal.h"
 #include "runtime/model_host.h"
 #include "tools/tool.h"
 
@@ -122,6 +123,10 @@ struct run_environment {
     std::shared_ptr<std::atomic<bool>> cancel;      // set to stop the run (Ctrl-C)
     std::shared_ptr<call_predictor> predictor;      // the agent's, shared by its runs; null: no speculative tools
 };
+
+// A turn and a tool call as journal events (the run's journal, the HTTP event stream).
+journal::model_turn_event journal_event(const run_turn& t);
+journal::tool_call_event journal_event(const run_tool_call& c);
 
 // Runs the agent to a verified answer or a spent budget. Never throws; an
 // error becomes outcome.state "failed" with outcome.error.

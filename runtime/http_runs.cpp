@@ -86,33 +86,11 @@ void run_record::started(const run_request& request) {
     add_event(std::move(e));
 }
 
-void run_record::on_turn_end(const run_turn& t) {
-    journal::model_turn_event e;
-    e.step = t.step;
-    e.prefill_tokens = t.prefill_tokens;
-    e.reused_tokens = t.reused_tokens;
-    e.generated_tokens = t.generated_tokens;
-    e.prefill_start_ms = t.start_ms;
-    e.prefill_end_ms = t.first_token_ms;
-    e.decode_end_ms = t.end_ms;
-    e.text = t.text;
-    add_event(std::move(e));
-}
+void run_record::on_turn_end(const run_turn& t) { add_event(journal_event(t)); }
 
 void run_record::on_tool_end(const run_tool_call& c) {
     if (metrics_) metrics_->observe_tool(c.name, c.end_ms - c.start_ms);
-    journal::tool_call_event e;
-    e.step = c.step;
-    e.call_id = c.call_id;
-    e.name = c.name;
-    e.arguments_json = c.arguments;
-    e.start_ms = c.start_ms;
-    e.end_ms = c.end_ms;
-    e.ok = c.ok;
-    e.result = c.ok ? c.result : std::string();
-    e.error = c.ok ? std::string() : c.result;
-    e.early = c.early;
-    add_event(std::move(e));
+    add_event(journal_event(c));
 }
 
 void run_record::on_verify(int attempt, bool ok, const std::string& message) {
