@@ -17,6 +17,7 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include "runtime/agent_def.h"
+#include "runtime/agent_prompt.h"
 #include "runtime/call_predictor.h"
 #include "runtime/journal.h"
 #include "runtime/model_host.h"
@@ -132,20 +133,5 @@ journal::tool_call_event journal_event(const run_tool_call& c);
 // error becomes outcome.state "failed" with outcome.error.
 boost::asio::awaitable<run_outcome> run_agent(run_environment env, run_request request);
 
-// The system prompt and user turn the agent starts from (rendered, before
-// tokenization); exposed so tests can check it against the training data.
-result<std::string> render_initial_prompt(const agent_definition& agent, const model_host& host,
-                                          const std::map<std::string, std::string>& inputs, const std::string& task,
-                                          const std::vector<std::shared_ptr<tools::tool>>& custom_tools = {});
-
-// The agent's tools, in its order: custom tools by name first, else built-ins
-// made from the agent's settings with {placeholders} filled from `inputs`.
-result<std::vector<std::shared_ptr<tools::tool>>> make_agent_tools(const agent_definition& agent,
-                                                                   const std::map<std::string, std::string>& inputs,
-                                                                   const std::vector<std::shared_ptr<tools::tool>>& custom_tools = {});
-
-// The tool list as the model reads it: one {"type": "function", ...} JSON
-// object per tool, in the agent's order.
-std::vector<std::string> tool_definitions(const std::vector<std::shared_ptr<tools::tool>>& tools);
 
 }  // namespace tachyon
