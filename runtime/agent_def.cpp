@@ -17,19 +17,6 @@ namespace {
 using simdjson::dom::element;
 using simdjson::dom::element_type;
 
-std::string type_name(element_type t) {
-    switch (t) {
-        case element_type::ARRAY: return "an array";
-        case element_type::OBJECT: return "an object";
-        case element_type::INT64:
-        case element_type::UINT64: return "an integer";
-        case element_type::DOUBLE: return "a number";
-        case element_type::STRING: return "a string";
-        case element_type::BOOL: return "a boolean";
-        case element_type::NULL_VALUE: return "null";
-    }
-    return "a value";
-}
 
 // Reads one file's JSON with a key path for every error.
 class reader {
@@ -61,7 +48,7 @@ public:
     }
 
     result<std::string> string(element v, const std::string& path) const {
-        if (v.type() != element_type::STRING) return fail(path, "expected a string, got " + type_name(v.type()));
+        if (v.type() != element_type::STRING) return fail(path, "expected a string, got " + json::kind_name(v.type()));
         return std::string(v.get_string().value());
     }
     result<int64_t> integer(element v, const std::string& path, int64_t lo, int64_t hi) const {
@@ -71,7 +58,7 @@ public:
         } else if (v.type() == element_type::UINT64) {
             return fail(path, "integer out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
         } else {
-            return fail(path, "expected an integer, got " + type_name(v.type()));
+            return fail(path, "expected an integer, got " + json::kind_name(v.type()));
         }
         if (out < lo || out > hi) return fail(path, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(out));
         return out;
@@ -81,7 +68,7 @@ public:
         if (v.type() == element_type::DOUBLE) out = v.get_double().value();
         else if (v.type() == element_type::INT64) out = static_cast<double>(v.get_int64().value());
         else if (v.type() == element_type::UINT64) out = static_cast<double>(v.get_uint64().value());
-        else return fail(path, "expected a number, got " + type_name(v.type()));
+        else return fail(path, "expected a number, got " + json::kind_name(v.type()));
         if (!(out >= lo && out <= hi)) {
             std::ostringstream os;
             os << "expected a number in [" << lo << ", " << hi << "], got " << out;
@@ -90,7 +77,7 @@ public:
         return out;
     }
     status object(element v, const std::string& path) const {
-        if (v.type() != element_type::OBJECT) return fail(path, "expected an object, got " + type_name(v.type()));
+        if (v.type() != element_type::OBJECT) return fail(path, "expected an object, got " + json::kind_name(v.type()));
         return {};
     }
 
@@ -262,7 +249,7 @@ result<agent_definition> parse_agent_definition(std::string_view json_text, cons
     };
 
     if (!doc["tools"].get(v)) {
-        if (v.type() != element_type::ARRAY) return r.fail("tools", "expected an array of tool entries, got " + type_name(v.type()));
+        if (v.type() != element_type::ARRAY) return r.fail("tools", "expected an array of tool entries, got " + json::kind_name(v.type()));
         size_t i = 0;
         std::set<std::string> seen;
         for (element t : v.get_array()) {
@@ -322,7 +309,7 @@ result<agent_definition> parse_agent_definition(std::string_view json_text, cons
         element f;
         if (!v["max_verify_retries"].get(f)) { auto x = r.integer(f, "verify.max_verify_retries", 0, 100); if (!x) return x.err(); a.max_verify_retries = static_cast<int>(*x); }
         if (!v["checks"].get(f)) {
-            if (f.type() != element_type::ARRAY) return r.fail("verify.checks", "expected an array, got " + type_name(f.type()));
+            if (f.type() != element_type::ARRAY) return r.fail("verify.checks", "expected an array, got " + json::kind_name(f.type()));
             size_t i = 0;
             for (element c : f.get_array()) {
                 const std::string p = reader::index("verify.checks", i++);

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <simdjson.h>
 
+#include "runtime/json_util.h"
+
 namespace tachyon {
 
 namespace dom = simdjson::dom;
@@ -25,19 +27,6 @@ std::string excerpt(const std::string& json) {
     return json.substr(0, 57) + "...";
 }
 
-const char* kind_name(dom::element el) {
-    switch (el.type()) {
-        case dom::element_type::ARRAY: return "an array";
-        case dom::element_type::OBJECT: return "an object";
-        case dom::element_type::INT64:
-        case dom::element_type::UINT64: return "an integer";
-        case dom::element_type::DOUBLE: return "a number";
-        case dom::element_type::STRING: return "a string";
-        case dom::element_type::BOOL: return "a boolean";
-        case dom::element_type::NULL_VALUE: return "null";
-    }
-    return "a value";
-}
 
 std::string types_phrase(uint8_t t) {
     if (t == json_types::any) return "any value";
@@ -206,7 +195,7 @@ public:
             case dom::element_type::NULL_VALUE: kind = json_types::null; break;
         }
         if ((n.types & kind) == 0) {
-            return fail(path, "must be " + types_phrase(n.types) + "; got " + kind_name(el) + " " + excerpt(simdjson::minify(el)));
+            return fail(path, "must be " + types_phrase(n.types) + "; got " + json::kind_name(el.type()) + " " + excerpt(simdjson::minify(el)));
         }
         if (n.has_enum) {
             const std::string v = simdjson::minify(el);

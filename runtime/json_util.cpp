@@ -163,4 +163,19 @@ result<std::string> spaced(std::string_view text, std::string_view what) {
     return out;
 }
 
+std::string kind_name(simdjson::dom::element_type t) {
+    using simdjson::dom::element_type;
+    switch (t) {
+        case element_type::ARRAY: return "an array";
+        case element_type::OBJECT: return "an object";
+        case element_type::INT64:
+        case element_type::UINT64: return "an integer";
+        case element_type::DOUBLE: return "a number";
+        case element_type::STRING: return "a string";
+        case element_type::BOOL: return "a boolean";
+        case element_type::NULL_VALUE: return "null";
+    }
+    return "a value";
+}
+
 }  // namespace tachyon::json

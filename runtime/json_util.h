@@ -9,7 +9,15 @@
 
 #include "base/result.h"
 
+namespace simdjson::dom {
+enum class element_type;  // <simdjson.h>
+}
+
 namespace tachyon::json {
+
+// The kind of a value as an error message names it: "an array", "an
+// integer", "null" ... ("expected a string, got an integer").
+std::string kind_name(simdjson::dom::element_type t);
 
 // `s` as a JSON string literal, quotes included. Control characters are
 // escaped; bytes that are not valid UTF-8 (RFC 3629: no overlongs, no

@@ -15,23 +15,10 @@ namespace {
 using simdjson::dom::element;
 using simdjson::dom::element_type;
 
-std::string kind_name(element_type t) {
-    switch (t) {
-        case element_type::ARRAY: return "an array";
-        case element_type::OBJECT: return "an object";
-        case element_type::INT64:
-        case element_type::UINT64: return "an integer";
-        case element_type::DOUBLE: return "a number";
-        case element_type::STRING: return "a string";
-        case element_type::BOOL: return "a boolean";
-        case element_type::NULL_VALUE: return "null";
-    }
-    return "a value";
-}
 
 error fail(const std::string& path, const std::string& what) { return make_error(errc::invalid_argument, path + ": " + what); }
 error expected(const std::string& path, const std::string& what, element v) {
-    return fail(path, "expected " + what + ", got " + kind_name(v.type()));
+    return fail(path, "expected " + what + ", got " + json::kind_name(v.type()));
 }
 
 std::string member(const std::string& path, std::string_view key) { return path.empty() ? std::string(key) : path + "." + std::string(key); }
@@ -289,7 +276,7 @@ status parse_response_format(element v, chat_request& r) {
 }
 
 status parse_top_level(element doc, chat_request& r) {
-    if (doc.type() != element_type::OBJECT) return fail("body", "expected a JSON object, got " + kind_name(doc.type()));
+    if (doc.type() != element_type::OBJECT) return fail("body", "expected a JSON object, got " + json::kind_name(doc.type()));
     TACHYON_TRY(check_keys(doc, "", {"model", "messages", "tools", "tool_choice", "parallel_tool_calls", "temperature", "top_p",
                                       "max_tokens", "max_completion_tokens", "stop", "seed", "response_format", "stream",
                                       "stream_options", "n", "user", "frequency_penalty", "presence_penalty", "logprobs",
