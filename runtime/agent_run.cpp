@@ -105,6 +105,7 @@ private:
     std::shared_ptr<const json_schema> output_schema_;
     std::shared_ptr<turn_constraint> constraint_;  // the running turn's, used on the engine thread
     std::set<std::string> grounded_;
+    std::vector<std::string> grounding_texts_;  // the texts grounded_ came from (for "x-grounded-with")
 
     // Speculative tools: calls predicted for the turn being decoded, and what
     // the prediction is made from (the previous turn's calls and results).
@@ -397,6 +398,7 @@ void runner::on_token(int32_t token, run_turn& turn) {
 grounded_values runner::grounding() const {
     grounded_values g;
     g.all.assign(grounded_.begin(), grounded_.end());
+    g.texts = grounding_texts_;
     auto narrow = [&](const std::string& path, const schema_pattern& pattern) {
         auto& list = g.by_path[path];
         for (const auto& v : grounded_)
@@ -621,6 +623,7 @@ asio::awaitable<run_outcome> runner::run() {
     rendered_ = *prompt;
     render_options_.tools = tool_definitions(tools_);
     collect_identifiers(req_.task, grounded_);
+    grounding_texts_.push_back(req_.task);
     prev_ids_ = identifiers_in(req_.task);
     auto system = fill_placeholders(a.instructions, req_.inputs, a.file + ": instructions");
     messages_.push_back({"system", *system});
@@ -738,7 +741,10 @@ asio::awaitable<run_outcome> runner::run() {
             for (const auto& slot : turn_slots_) {
                 const int index = std::stoi(slot->rec.call_id.substr(slot->rec.call_id.rfind('_') + 1));
                 by_index[index] = slot->rec.result;
-                if (slot->rec.ok) collect_identifiers(slot->rec.result, grounded_);
+                if (slot->rec.ok) {
+                    collect_identifiers(slot->rec.result, grounded_);
+                    grounding_texts_.push_back(slot->rec.result);
+                }
             }
             for (const auto& [index, message] : turn_errors_) by_index[index] = "error: " + message;
             for (const auto& [index, text] : by_index) feedback.push_back({"tool", text});
@@ -778,6 +784,7 @@ asio::awaitable<run_outcome> runner::run() {
                 problem = message;
             }
             collect_identifiers(problem, grounded_);  // the feedback is text the model reads: it may cite what it names
+            grounding_texts_.push_back(problem);
             prev_kind_ = "<verify>";
             prev_ids_ = identifiers_in(problem);
             if (out.verify_attempts > a.max_verify_retries || (problem.rfind("final answer", 0) == 0 && step >= a.budgets.max_steps)) {

@@ -88,7 +88,94 @@ result<int32_t> json_grammar::add_schema(const json_schema& schema, const ground
         for (const auto& [name, child] : s.properties) todo.emplace_back(child, path.empty() ? name : path + "." + name);
         if (s.items >= 0) todo.emplace_back(s.items, path + "[]");
     }
+    if (auto st = add_anchors(base, schema.n_nodes(), grounding); !st.ok()) return st.err();
     return base;
+}
+
+namespace {
+
+bool word_byte(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+// `needle` occurs in `line` with no word byte right before or after it.
+bool names(std::string_view line, std::string_view needle) {
+    for (size_t at = line.find(needle); at != std::string_view::npos; at = line.find(needle, at + 1)) {
+        const size_t end = at + needle.size();
+        if ((at == 0 || !word_byte(line[at - 1])) && (end == line.size() || !word_byte(line[end]))) return true;
+    }
+    return false;
+}
+
+// The text of a quoted candidate, "" for one with escapes (or "null").
+std::string_view unquoted(std::string_view q) {
+    if (q.size() < 2 || q.front() != '"' || q.back() != '"') return {};
+    q = q.substr(1, q.size() - 2);
+    return q.find('\\') == std::string_view::npos ? q : std::string_view{};
+}
+
+}  // namespace
+
+// "x-grounded-with": for each candidate of the anchor property, the list of
+// this node's candidates seen on a line of the run that names it.
+status json_grammar::add_anchors(int32_t base, size_t n_nodes, const grounded_values& grounding) {
+    std::vector<std::string_view> lines;
+    for (size_t i = 0; i < n_nodes; ++i) {
+        gnode& obj = nodes_[static_cast<size_t>(base) + i];
+        const auto& props = obj.s->properties;
+        for (size_t q = 0; q < props.size(); ++q) {
+            int32_t target = obj.child(props[q].second);
+            const schema_node* ts = nodes_[static_cast<size_t>(target)].s;
+            if (ts->grounded_with.empty() && ts->items >= 0) {
+                target = obj.child(ts->items);
+                ts = nodes_[static_cast<size_t>(target)].s;
+            }
+            if (ts->grounded_with.empty()) continue;
+            int32_t p = -1;
+            for (size_t k = 0; k < props.size(); ++k)
+                if (props[k].first == ts->grounded_with) p = static_cast<int32_t>(k);
+            if (p < 0) return make_error(errc::invalid_argument, "'x-grounded-with' names '" + ts->grounded_with + "', not a property beside it");
+            if (obj.anchor >= 0 && obj.anchor != p)
+                return make_error(errc::unsupported, "'x-grounded-with': one anchor property per object");
+            obj.anchor = p;
+            const int32_t anchor_list = nodes_[static_cast<size_t>(obj.child(props[static_cast<size_t>(p)].second))].values;
+            const int32_t value_list = nodes_[static_cast<size_t>(target)].values;
+            if (anchor_list < 0 || value_list < 0) continue;  // no candidates: nothing to narrow
+            if (lines.empty()) {
+                for (const auto& t : grounding.texts) {
+                    std::string_view rest = t;
+                    while (!rest.empty()) {
+                        const size_t nl = rest.find('\n');
+                        lines.push_back(rest.substr(0, nl));
+                        rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+                    }
+                }
+            }
+            // The values on each line first (few), then the anchors naming them.
+            const auto vtexts = lists_[static_cast<size_t>(value_list)].texts;
+            const auto atexts = lists_[static_cast<size_t>(anchor_list)].texts;
+            std::vector<std::vector<std::pair<std::string, uint8_t>>> seen(atexts.size());  // [n_anchor]
+            for (std::string_view line : lines) {
+                std::vector<size_t> on_line;
+                for (size_t v = 0; v < vtexts.size(); ++v) {
+                    const std::string_view text = unquoted(vtexts[v]);
+                    if (!text.empty() && names(line, text)) on_line.push_back(v);
+                }
+                if (on_line.empty()) continue;
+                for (size_t a = 0; a < atexts.size(); ++a) {
+                    const std::string_view text = unquoted(atexts[a]);
+                    if (text.empty() || !names(line, text)) continue;
+                    for (size_t v : on_line) seen[a].emplace_back(vtexts[v], 0);
+                }
+            }
+            std::vector<int32_t> row(atexts.size(), -1);
+            for (size_t a = 0; a < atexts.size(); ++a)
+                if (!seen[a].empty()) row[a] = add_list(std::move(seen[a]));
+            nodes_[static_cast<size_t>(target)].anchored = static_cast<int32_t>(anchored_.size());
+            anchored_.push_back(std::move(row));
+        }
+    }
+    return {};
 }
 
 result<std::shared_ptr<const json_grammar>> json_grammar::build(std::vector<grammar_tool> tools,
@@ -217,6 +304,16 @@ void json_automaton::pop_finished() {
     }
 }
 
+uint32_t json_automaton::narrowed_list(const frame& object, int32_t value_node) const {
+    if (object.a == 0) return 0;
+    const json_grammar::gnode* t = &g_->nodes_[static_cast<size_t>(value_node)];
+    if (t->anchored < 0 && t->s->items >= 0) t = &g_->nodes_[static_cast<size_t>(t->child(t->s->items))];
+    if (t->anchored < 0) return 0;
+    const auto& row = g_->anchored_[static_cast<size_t>(t->anchored)];
+    const size_t chosen = object.a - 1;
+    return chosen < row.size() && row[chosen] >= 0 ? static_cast<uint32_t>(row[chosen] + 1) : 0;
+}
+
 void json_automaton::resume_parent(const frame& child) {
     frame& f = top();
     // A value not started yet sits under the literal before it (": ", the
@@ -243,15 +340,25 @@ void json_automaton::resume_parent(const frame& child) {
         case kind::object:
             if (f.stage == k_in_key) {
                 int32_t value_node = g_->any_node_;
+                uint32_t narrowed = 0;
                 if (child.k == kind::choice) {
                     const uint8_t p = g_->lists_[static_cast<size_t>(n->keys)].payload[child.a];
                     f.bits |= uint64_t{1} << p;
+                    f.b = p;
                     value_node = n->child(n->s->properties[p].second);
+                    narrowed = narrowed_list(f, value_node);
                 }
                 f.stage = k_in_value;
                 // A failed push (too deep) leaves the object waiting; the next byte is rejected.
-                if (push_value(value_node)) push_literal(g_->lit_colon_);
+                if (push_value(value_node)) {
+                    top().b = narrowed;
+                    push_literal(g_->lit_colon_);
+                }
             } else if (f.stage == k_in_value) {
+                // the anchor's value chosen: remember which candidate it was
+                if (n->anchor >= 0 && f.b == static_cast<uint32_t>(n->anchor) && child.k == kind::choice &&
+                    child.id == g_->nodes_[static_cast<size_t>(n->child(n->s->properties[f.b].second))].values)
+                    f.a = child.a + 1;
                 f.stage = k_after_value;
             }
             break;
@@ -339,7 +446,9 @@ json_automaton::step json_automaton::consume(frame& f, uint8_t c) {
             }
             if ((f.stage == k_first || f.stage == k_need_next) && more) {
                 f.stage = k_in_value;
-                return push_value(item) ? step::retry : step::reject;
+                if (!push_value(item)) return step::reject;
+                top().b = f.b;  // the items' values narrowed as the array's
+                return step::retry;
             }
             return step::reject;
         }
@@ -386,11 +495,13 @@ json_automaton::step json_automaton::consume_value(frame& f, uint8_t c) {
     const json_grammar::gnode& n = g_->nodes_[static_cast<size_t>(f.id)];
     const uint8_t t = n.s->types;
     const int32_t node = f.id;
+    const uint32_t narrowed = f.b;
     if (n.values >= 0) {
+        const int32_t list = narrowed != 0 ? static_cast<int32_t>(narrowed - 1) : n.values;
         f = frame{};
         f.k = kind::choice;
-        f.id = n.values;
-        f.b = static_cast<uint32_t>(g_->lists_[static_cast<size_t>(n.values)].texts.size());
+        f.id = list;
+        f.b = static_cast<uint32_t>(g_->lists_[static_cast<size_t>(list)].texts.size());
         return consume_choice(f, c);
     }
     auto become = [&](kind k, int32_t id, uint32_t pos) {
@@ -398,6 +509,7 @@ json_automaton::step json_automaton::consume_value(frame& f, uint8_t c) {
         f.k = k;
         f.id = id;
         f.pos = pos;
+        if (k == kind::array) f.b = narrowed;
         return step::consumed;
     };
     switch (c) {

@@ -13,7 +13,9 @@
 // maximum; strings are escaped JSON, valid UTF-8, within
 // minLength/maxLength, never holding "<tool_call>" or "</tool_call>" raw
 // (the tool-call parser would cut there); a string marked "x-grounded" is one of the run's
-// candidate values for its path (when there are none, any string); numbers
+// candidate values for its path (when there are none, any string), narrowed by
+// "x-grounded-with" to those seen on a line with the value already chosen for
+// the named sibling (one such anchor per object); numbers
 // respect minimum/maximum digit by digit (bounded numbers take no exponent
 // and at most 9 fraction digits). Not enforced while decoding (the
 // validator checks it after): "pattern".
@@ -70,15 +72,21 @@ private:
         int32_t keys = -1;             // choice list of quoted declared keys
         int32_t values = -1;           // choice list of whole JSON values (enum, const, grounded)
         uint64_t required_mask = 0;    // bits of properties that must appear
+        int32_t anchor = -1;           // object: property whose chosen value narrows its siblings' values
+        int32_t anchored = -1;         // grounded string: row of anchored_ narrowing `values` by the anchor's choice
         int32_t child(int local) const { return first_child + local; }
     };
 
     result<int32_t> add_schema(const json_schema& schema, const grounded_values& grounding);
     int32_t add_list(std::vector<std::pair<std::string, uint8_t>> items);
+    status add_anchors(int32_t base, size_t n_nodes, const grounded_values& grounding);
     int32_t add_literal(std::string text);
 
     std::vector<gnode> nodes_;          // [n_nodes] every schema's nodes, then the "any" node
     std::vector<choice_list> lists_;
+    // [n_rows][candidates of the anchor's list] the choice list of values seen
+    // with that anchor candidate, -1 where the full list applies
+    std::vector<std::vector<int32_t>> anchored_;
     std::vector<std::string> literals_;
     std::vector<int32_t> tools_;        // [n_tools] root node of each tool's arguments
     int32_t tool_names_ = -1;           // choice list of quoted tool names
@@ -135,8 +143,10 @@ private:
         uint8_t aux = 0;     // string: lead byte of a partial character; number: flags
         uint8_t aux2 = 0;    // string: continuation bytes still due / hex digits due
         int32_t id = 0;      // node (value, object, array, string, number), list (choice), literal
-        uint32_t a = 0;      // choice: lo; string: length so far; array: items; number: digits
-        uint32_t b = 0;      // choice: hi; object: payload of the key being written
+        uint32_t a = 0;      // choice: lo; string: length so far; array: items; number: digits;
+                             // object: 1 + the anchor property's chosen candidate (0: not yet)
+        uint32_t b = 0;      // choice: hi; object: property being written; value, array: 1 + the
+                             // choice list narrowed by an anchor (0: the node's own)
         uint32_t pos = 0;    // choice, literal: bytes matched
         uint64_t bits = 0;   // object: properties seen; choice: excluded candidates; number: magnitude
     };
@@ -152,6 +162,8 @@ private:
     bool frame_finished(const frame& f) const;
     bool frame_can_end(const frame& f) const;
     void resume_parent(const frame& child);
+    // 1 + the choice list for `value_node` narrowed by the object's anchor, 0 for its own.
+    uint32_t narrowed_list(const frame& object, int32_t value_node) const;
     step consume(frame& f, uint8_t c);
     step consume_choice(frame& f, uint8_t c);
     step consume_string(frame& f, uint8_t c);

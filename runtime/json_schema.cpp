@@ -159,6 +159,9 @@ public:
             } else if (key == "x-grounded") {
                 if (!v.is_bool()) return bad(key, "must be a boolean");
                 node().grounded = v.get_bool().value();
+            } else if (key == "x-grounded-with") {
+                if (!v.is_string() || v.get_string().value().empty()) return bad(key, "must be a property name");
+                node().grounded_with = std::string(v.get_string().value());
             }
             // Any other keyword (description, title, default, format, ...) is ignored.
         }
@@ -306,6 +309,22 @@ result<json_schema> json_schema::parse(std::string_view schema_json, std::string
     schema_compiler c(s);
     auto r = c.compile(root, "", 0);
     if (!r.ok()) return r.err();
+    // "x-grounded-with" names a grounded string property of the same object.
+    for (const auto& obj : s.nodes_) {
+        for (const auto& [name, child] : obj.properties) {
+            const schema_node& n = s.nodes_[static_cast<size_t>(child)];
+            const std::string& with = !n.grounded_with.empty() || n.items < 0
+                                          ? n.grounded_with
+                                          : s.nodes_[static_cast<size_t>(n.items)].grounded_with;
+            if (with.empty()) continue;
+            const int a = obj.property(with);
+            if (a < 0 || with == name || !s.nodes_[static_cast<size_t>(a)].grounded ||
+                !(s.nodes_[static_cast<size_t>(a)].types & json_types::string))
+                return make_error(errc::invalid_argument, "schema of " + s.label_ + ": 'x-grounded-with' of '" + name +
+                                                              "' names '" + with +
+                                                              "', which is not another x-grounded string property of the same object");
+        }
+    }
     return s;
 }
 

@@ -8,7 +8,11 @@
 // exclusiveMaximum (numbers), minLength, maxLength, pattern (the subset in
 // runtime/schema_pattern.h), items, minItems, maxItems, and the extension
 // "x-grounded": true: a string whose value must be one of the run's grounded
-// values (ids, service names seen in the task or in tool results). Other
+// values (ids, service names seen in the task or in tool results), and
+// "x-grounded-with": "NAME" beside it: once the sibling property NAME (itself
+// grounded) is written, the decoder offers only the values seen on a line
+// that also names NAME's value (a timestamp or line id seen with the chosen
+// service); when no line pairs them, every grounded value. Other
 // keywords (description, title, default, ...) are ignored. A keyword with a
 // value of the wrong kind is an error naming the keyword and its path.
 //
@@ -50,6 +54,7 @@ struct schema_node {
     int items = -1;                      // node index of the item schema, -1: any
     std::optional<uint64_t> min_items, max_items;
     bool grounded = false;               // "x-grounded": true
+    std::string grounded_with;           // "x-grounded-with": sibling property that narrows the values
 
     int property(std::string_view name) const {
         for (const auto& [n, idx] : properties)
@@ -63,6 +68,7 @@ struct schema_node {
 struct grounded_values {
     std::map<std::string, std::vector<std::string>, std::less<>> by_path;
     std::vector<std::string> all;
+    std::vector<std::string> texts;  // where the values were seen (task, tool results), for "x-grounded-with"
 
     const std::vector<std::string>& for_path(std::string_view path) const {
         auto it = by_path.find(path);

@@ -215,7 +215,7 @@ result<std::string> error_summary_tool::run(const tool_args& args, const call_co
 
 std::string_view search_logs_tool::name() const { return "search_logs"; }
 std::string_view search_logs_tool::description() const {
-    return "Find log entries by text or regex, service, minimum level and time; earliest first, with line ids.";
+    return "Find log entries by text or regex, service, minimum level and time; earliest first, each with its line id and time.";
 }
 std::string_view search_logs_tool::parameters_schema() const {
     return R"({"type":"object","properties":{"pattern":{"type":"string"},"regex":{"type":"string"},"service":{"type":"string","x-grounded":true},"level":{"type":"string","enum":["ERROR","WARN","INFO","DEBUG"]},"since":{"type":"string"},"until":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":50}},"required":[],"additionalProperties":false})";
@@ -343,7 +343,14 @@ result<std::string> search_logs_tool::run(const tool_args& args, const call_cont
     for (const auto& h : all) {
         const log_file& f = *files[h.file];
         const log_entry& e = f.entries[h.entry];
-        out += line_id(f.service, e.line) + " " + cut(f.first_line(e)) + "\n";
+        // the entry's time in one format whatever the file's (syslog has no
+        // year or milliseconds, access logs their own layout), so lines of
+        // different services compare at a glance; not repeated when the line
+        // already shows it
+        std::string_view text = f.first_line(e);
+        std::string stamp = e.ts_ms == no_time ? std::string() : format_time(e.ts_ms);
+        if (!stamp.empty() && text.find(stamp) == std::string_view::npos) out += line_id(f.service, e.line) + " " + stamp + " " + cut(text) + "\n";
+        else out += line_id(f.service, e.line) + " " + cut(text) + "\n";
     }
     if (total > all.size())
         out += "... " + std::to_string(total - all.size()) + " more (" + std::to_string(total) +

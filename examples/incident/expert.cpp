@@ -402,6 +402,7 @@ tachyon::result<expert_run> run_expert(const tt::registry& tools, const std::str
     bool mistake = options.mistake && !found.caller.empty();
     if (mistake) suspect = found.caller;
     bool late = options.late_timestamp && !mistake;
+    bool info = options.info_evidence && !mistake && !late;
     for (int k = 0; k < options.max_answers; ++k) {
         auto a = investigate(s, suspect, rows, options, mistake);
         if (!a) return a.err();
@@ -431,6 +432,36 @@ tachyon::result<expert_run> run_expert(const tt::registry& tools, const std::str
             a->first_bad_timestamp = named;
         }
         late = false;
+        // the service's own log line that recent_changes shows (its restart
+        // on the new version) is not an error: the verifier says so
+        std::string info_line;
+        if (info && !run.convo.turns.empty()) {
+            for (const auto& r : run.convo.turns.back().results) {
+                for (std::string_view rest = r; !rest.empty();) {
+                    const size_t nl = rest.find('\n');
+                    const std::string_view line = rest.substr(0, nl);
+                    rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+                    const size_t sp = line.find(' ');
+                    const std::string_view id = line.substr(0, sp);
+                    if (sp != std::string_view::npos && id.rfind(suspect + ":", 0) == 0 &&
+                        line.find(" INFO ") != std::string_view::npos && info_line.empty())
+                        info_line = std::string(id);
+                }
+            }
+        }
+        info = false;
+        if (!info_line.empty()) {
+            expert_answer wrong = *a;
+            wrong.first_bad_timestamp = a->first_bad_timestamp;
+            wrong.evidence = {info_line};
+            auto verdict = s.answer(wrong, false);
+            if (!verdict) return verdict.err();
+            if (run.verified || verdict->find("INFO line") == std::string::npos) {
+                run.trouble = "an INFO line as evidence was not rejected as one: " + *verdict;
+                return run;
+            }
+            run.made_mistake = true;
+        }
         auto verdict = s.answer(*a, !mistake);
         if (!verdict) return verdict.err();
         if (run.verified) break;

@@ -26,6 +26,7 @@ namespace incident {
 struct expert_options {
     bool mistake = false;  // answer the deepest failing span's caller first
     bool late_timestamp = false;  // first answer a later timestamp than the service's first error, then correct it
+    bool info_evidence = false;   // first cite the INFO line recent_changes shows (a restart after a deploy), then the errors
     int search_limit = 3;  // search_logs limit: keeps transcripts short (2 evidence lines + 1)
     int max_answers = 3;   // give up after this many rejected answers
 };

@@ -99,6 +99,7 @@ tachyon::result<trajectory> make_trajectory(uint64_t seed, const trajectory_opti
     eo.search_limit = options.search_limit;
     eo.mistake = wants_mistake(seed, options.mistake_rate);
     eo.late_timestamp = !eo.mistake && wants_mistake(seed ^ 0x7157A3Dull, options.late_timestamp_rate);
+    eo.info_evidence = !eo.mistake && !eo.late_timestamp && wants_mistake(seed ^ 0x1AF0E1Dull, options.info_evidence_rate);
     for (int attempt = 0; attempt < 2; ++attempt) {
         tachyon::tools::registry tools;
         TACHYON_TRY(tachyon::tools::add_log_tools(tools, dir.string()));
@@ -109,9 +110,10 @@ tachyon::result<trajectory> make_trajectory(uint64_t seed, const trajectory_opti
         const bool useless_mistake = run->made_mistake &&
                                      (run->n_answers < 2 || run->convo.turns.size() < 2 ||
                                       !run->verified || run->answer.service != t.truth.root_cause_service);
-        if ((useless_mistake || !run->trouble.empty()) && attempt == 0 && (eo.mistake || eo.late_timestamp)) {
+        if ((useless_mistake || !run->trouble.empty()) && attempt == 0 && (eo.mistake || eo.late_timestamp || eo.info_evidence)) {
             eo.mistake = false;
             eo.late_timestamp = false;
+            eo.info_evidence = false;
             continue;
         }
         t.run = std::move(*run);

@@ -23,6 +23,7 @@ struct trajectory_options {
     std::filesystem::path work_dir;      // where incidents are generated (deleted after)
     double mistake_rate = 0.15;          // share of trajectories with a wrong first answer and a recovery
     double late_timestamp_rate = 0.10;   // share answering a too-late first_bad_timestamp first, corrected from the verifier's words
+    double info_evidence_rate = 0.35;    // share (of those whose changes show a log line) citing that INFO line first
     int scale = 1;
     int search_limit = 3;
 };

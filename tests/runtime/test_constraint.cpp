@@ -483,3 +483,64 @@ TEST_CASE("through the engine's mask callback, a random-weight model writes only
         CHECK_MESSAGE(valid.ok(), (valid.ok() ? "" : valid.err().message));
     }
 }
+
+namespace {
+
+// Whether the answer automaton accepts `text` whole.
+bool answer_accepts(const std::shared_ptr<const json_grammar>& g, std::string_view text) {
+    json_automaton a(g.get());
+    a.start_answer();
+    return a.advance(text) && a.done();
+}
+
+}  // namespace
+
+TEST_CASE("x-grounded-with: values are narrowed to those seen on a line with the anchor's chosen value") {
+    auto answer = schema(R"({"type": "object", "properties": {
+        "service": {"type": "string", "x-grounded": true},
+        "since": {"type": "string", "x-grounded": true, "x-grounded-with": "service"},
+        "evidence": {"type": "array", "items": {"type": "string", "x-grounded": true, "x-grounded-with": "service"}}},
+        "required": ["service", "since", "evidence"], "additionalProperties": false})", "final answer");
+    grounded_values g;
+    g.by_path["service"] = {"payments", "checkout", "search"};
+    g.by_path["since"] = {"14:05:01", "14:05:09", "14:20:00"};
+    g.by_path["evidence[]"] = {"payments:12", "checkout:40", "checkout:41"};
+    g.texts = {"payments: first error 14:05:01, see payments:12\ncheckout: first error 14:05:09, calls payments-db",
+               "checkout:40 14:05:09 timeout\ncheckout:41 14:06:00 timeout"};
+    auto grammar = json_grammar::build({}, answer, g);
+    REQUIRE(grammar.ok());
+    // payments: only the time and the line on its own line ("payments-db" is another word)
+    CHECK(answer_accepts(*grammar, R"({"service": "payments", "since": "14:05:01", "evidence": ["payments:12"]})"));
+    CHECK_FALSE(answer_accepts(*grammar, R"({"service": "payments", "since": "14:05:09", "evidence": ["payments:12"]})"));
+    CHECK_FALSE(answer_accepts(*grammar, R"({"service": "payments", "since": "14:05:01", "evidence": ["checkout:40"]})"));
+    // checkout: its lines, including the ones its line ids start
+    CHECK(answer_accepts(*grammar, R"({"service": "checkout", "since": "14:05:09", "evidence": ["checkout:40", "checkout:41"]})"));
+    CHECK_FALSE(answer_accepts(*grammar, R"({"service": "checkout", "since": "14:05:01", "evidence": ["checkout:40"]})"));
+    CHECK_FALSE(answer_accepts(*grammar, R"({"service": "checkout", "since": "14:05:09", "evidence": ["payments:12"]})"));
+    // search is on no line with a value: every grounded value stays open
+    CHECK(answer_accepts(*grammar, R"({"service": "search", "since": "14:20:00", "evidence": ["payments:12"]})"));
+    // written before the anchor: not narrowed
+    CHECK(answer_accepts(*grammar, R"({"since": "14:20:00", "evidence": ["checkout:41"], "service": "payments"})"));
+    // grounding itself still holds
+    CHECK_FALSE(answer_accepts(*grammar, R"({"service": "payments", "since": "14:99:99", "evidence": ["payments:12"]})"));
+    // the forced continuation follows the narrowed list: one candidate is written out
+    turn_constraint c(std::make_shared<const token_index>(*small_vocab().tok), *grammar);
+    c.accept_text(R"({"service": "payments", "since": ")");
+    CHECK(c.forced_continuation().starts_with("14:05:01\""));
+}
+
+TEST_CASE("x-grounded-with must name another grounded string property of the same object") {
+    for (const char* bad : {
+             R"({"type": "object", "properties": {"a": {"type": "string", "x-grounded": true, "x-grounded-with": "b"}}})",
+             R"({"type": "object", "properties": {"a": {"type": "string", "x-grounded": true, "x-grounded-with": "a"}}})",
+             R"({"type": "object", "properties": {"b": {"type": "string"}, "a": {"type": "string", "x-grounded": true, "x-grounded-with": "b"}}})",
+             R"({"type": "object", "properties": {"b": {"type": "string", "x-grounded": true}, "a": {"type": "array", "items": {"x-grounded-with": "c"}}}})"}) {
+        auto s = json_schema::parse(bad, "final answer");
+        REQUIRE_FALSE(s.ok());
+        CHECK(s.err().message.find("'x-grounded-with' of '") != std::string::npos);
+        CHECK(s.err().message.find("which is not another x-grounded string property of the same object") != std::string::npos);
+    }
+    auto s = json_schema::parse(R"({"type": "object", "properties": {"a": {"type": "string", "x-grounded-with": 3}}})", "final answer");
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.err().message.find("x-grounded-with") != std::string::npos);
+}

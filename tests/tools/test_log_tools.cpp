@@ -54,7 +54,7 @@ TEST_CASE("add_log_tools registers seven tools in a stable order with short desc
     simdjson::dom::parser parser;
     for (const auto& t : f.tools.all()) {
         CAPTURE(t->name());
-        CHECK(t->description().size() <= 110);
+        CHECK(t->description().size() <= 120);
         CHECK(t->flags().read_only);
         simdjson::dom::element schema;
         REQUIRE_FALSE(parser.parse(std::string(t->parameters_schema())).get(schema));
@@ -117,20 +117,22 @@ payments-db: 3 errors, 1 warns, first error 2026-03-14T14:04:58.000Z, trace 4bf9
           "error_summary: 'bucket_minutes' must be an integer from 1 to 60; got 0");
 }
 
-TEST_CASE("search_logs returns first lines of entries, earliest first, capped") {
+TEST_CASE("search_logs returns first lines of entries, earliest first, capped, each with its UTC time") {
     tools_fixture f;
+    // syslog lines carry no year or milliseconds: the entry's time comes first
     CHECK(f.call("search_logs", R"({"level":"ERROR","limit":3})") ==
-          R"(payments-db:1 Mar 14 13:30:00 db1 payments-db[55]: ERROR checkpoint took too long (noise)
-payments-db:3 Mar 14 14:04:58 db1 payments-db[55]: ERROR connection pool exhausted (5 active, 12 waiting)
-payments-db:4 Mar 14 14:05:05 db1 payments-db[55]: ERROR connection pool exhausted (5 active, 30 waiting)
+          R"(payments-db:1 2026-03-14T13:30:00.000Z Mar 14 13:30:00 db1 payments-db[55]: ERROR checkpoint took too long (noise)
+payments-db:3 2026-03-14T14:04:58.000Z Mar 14 14:04:58 db1 payments-db[55]: ERROR connection pool exhausted (5 active, 12 waiting)
+payments-db:4 2026-03-14T14:05:05.000Z Mar 14 14:05:05 db1 payments-db[55]: ERROR connection pool exhausted (5 active, 30 waiting)
 ... 13 more (16 matches; narrow with service/level/since/until)
 )");
-    // a match inside a stack trace returns the entry's first line, case-insensitively
+    // a match inside a stack trace returns the entry's first line, case-insensitively;
+    // a line that shows its time in that form already is not given it twice
     CHECK(f.call("search_logs", R"({"pattern":"connection RESET"})") ==
           "checkout:3 2026-03-14T14:05:15.500Z checkout[812]: ERROR upstream timeout calling payments after 1200 ms "
           "trace=4bf92f3577b34da6\n");
     CHECK(f.call("search_logs", R"({"regex":"shard \\d+ unavailable"})") ==
-          "search:1 2026-03-14 14:20:00,123 ERROR search.indexer: reindex failed\n");
+          "search:1 2026-03-14T14:20:00.123Z 2026-03-14 14:20:00,123 ERROR search.indexer: reindex failed\n");
     CHECK(f.call("search_logs", R"({"service":"checkout","level":"warn","since":"14:05:20"})") ==
           R"(checkout:9 2026-03-14T14:05:35.000Z checkout[812]: ERROR upstream timeout calling payments after 1300 ms trace=aaaa000011112222
 checkout:10 2026-03-14T14:05:55.000Z checkout[812]: ERROR upstream timeout calling payments after 1250 ms
