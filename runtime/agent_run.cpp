@@ -111,7 +111,7 @@ private:
     // the prediction is made from (the previous turn's calls and results).
     std::vector<std::shared_ptr<call_slot>> spec_slots_;
     std::string prev_kind_ = "<start>";
-    std::vector<std::string> prev_ids_;
+    std::string prev_text_;  // what the previous turn read (task, tool results, verifier's words)
 
     session_id session_ = 0;
     request_id current_request_ = 0;
@@ -217,7 +217,7 @@ void runner::start_speculative_calls(int step) {
     env_.predictor->count_turn(prev_kind_);
     if (!req_.switches.speculative_tools) return;
     const grounded_values gv = grounding();
-    for (const auto& p : env_.predictor->predict(prev_kind_, prev_ids_)) {
+    for (const auto& p : env_.predictor->predict(prev_kind_, prev_text_)) {
         auto it = tool_by_name_.find(p.name);
         if (it == tool_by_name_.end() || !it->second.first->flags().read_only) continue;
         if (!it->second.second->validate(p.arguments, req_.switches.grounding ? &gv : nullptr)) continue;
@@ -624,7 +624,7 @@ asio::awaitable<run_outcome> runner::run() {
     render_options_.tools = tool_definitions(tools_);
     collect_identifiers(req_.task, grounded_);
     grounding_texts_.push_back(req_.task);
-    prev_ids_ = identifiers_in(req_.task);
+    prev_text_ = req_.task;
     auto system = fill_placeholders(a.instructions, req_.inputs, a.file + ": instructions");
     messages_.push_back({"system", *system});
     messages_.push_back({"user", req_.task});
@@ -752,12 +752,12 @@ asio::awaitable<run_outcome> runner::run() {
             std::string kind, results;
             for (const auto& slot : turn_slots_) {
                 auto args = json::minify(slot->rec.arguments, "call");
-                if (env_.predictor && args) env_.predictor->learn(prev_kind_, prev_ids_, slot->rec.name, *args);
+                if (env_.predictor && args) env_.predictor->learn(prev_kind_, prev_text_, slot->rec.name, *args);
                 kind += (kind.empty() ? "" : "+") + slot->rec.name;
             }
             for (const auto& [index, text] : by_index) results += text + "\n";
             prev_kind_ = kind.empty() ? "<errors>" : kind;
-            prev_ids_ = identifiers_in(results);
+            prev_text_ = std::move(results);
         } else {
             // A final answer: a JSON object, valid for the output schema, then the verify checks.
             std::string answer = turn_text_;
@@ -786,7 +786,7 @@ asio::awaitable<run_outcome> runner::run() {
             collect_identifiers(problem, grounded_);  // the feedback is text the model reads: it may cite what it names
             grounding_texts_.push_back(problem);
             prev_kind_ = "<verify>";
-            prev_ids_ = identifiers_in(problem);
+            prev_text_ = problem;
             if (out.verify_attempts > a.max_verify_retries || (problem.rfind("final answer", 0) == 0 && step >= a.budgets.max_steps)) {
                 out.time_to_answer_ms = now_ms();
                 finish(out, "failed", "the answer did not pass verification: " + problem);

@@ -4,9 +4,14 @@
 //
 // The prediction is learned from the agent's own history, across its runs:
 // after a turn whose calls were, say, "error_summary", the next turn's call
-// is recorded as a template whose string arguments point at identifiers of
-// that turn's results ("the 2nd distinct identifier"), e.g.
-//   get_trace {"trace_id": <identifier 2>}
+// is recorded as templates whose string arguments point at identifiers of
+// that turn's results, each in every way it can be found again: the n-th
+// distinct identifier, the n-th (or n-th from last) of its shape (hex id,
+// time, line id, name), or the n-th on the line holding a word no other line
+// holds, e.g.
+//   get_trace {"trace_id": <the last hex id>}
+//   search_logs {"service": <the 1st identifier of the line with "deepest">}
+// The way that keeps finding the model's choice gathers the count.
 // Once one template has followed the same kind of turn often enough (and
 // most of the time), the next run's turn of that kind starts the call it
 // predicts the moment the results arrive, while the model is still reading
@@ -45,22 +50,22 @@ public:
     explicit call_predictor(options o) : options_(o) {}
 
     // Records that after a turn of kind `key` (its calls' names) whose results
-    // held `identifiers`, the model called `name` with `arguments` (minified JSON).
-    void learn(const std::string& key, const std::vector<std::string>& identifiers, const std::string& name,
-               const std::string& arguments);
+    // read `previous`, the model called `name` with `arguments` (minified JSON).
+    void learn(const std::string& key, std::string_view previous, const std::string& name, const std::string& arguments);
     // Records a turn of kind `key` (counts the turns a template may follow).
     void count_turn(const std::string& key);
 
     // The calls that have followed a turn of this kind often enough (most
-    // frequent first, at most max_calls), made from these identifiers; a
-    // template that points past them is skipped.
-    std::vector<predicted_call> predict(const std::string& key, const std::vector<std::string>& identifiers) const;
+    // frequent first, one per call shape, at most max_calls), made from the
+    // identifiers of `previous`; a template that finds no value there is skipped.
+    std::vector<predicted_call> predict(const std::string& key, std::string_view previous) const;
 
 private:
+    struct context;
     options options_;
     mutable std::mutex mutex_;
     std::map<std::string, int> turns_;                         // key -> turns of that kind seen
-    std::map<std::string, std::map<std::string, int>> seen_;   // key -> template -> times it followed
+    std::map<std::string, std::map<std::string, int>> seen_;   // key -> template -> times it followed (capped)
 };
 
 }  // namespace tachyon
