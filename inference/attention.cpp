@@ -9,6 +9,13 @@
 #include <immintrin.h>
 #define TACHYON_ATTENTION_AVX2 1
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define TACHYON_ATTENTION_AVX512 1
+// AVX-512 functions carry the target themselves: the rest of the binary
+// stays at the build's baseline, and they run only where the CPU has it.
+#define TACHYON_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c")))
+#endif
 
 namespace tachyon {
 namespace {
@@ -191,6 +198,94 @@ bool attend_rows_hd(const attention_args& a, const attention_row* rows, int n_ro
 }
 #endif
 
+#if TACHYON_ATTENTION_AVX512
+// R rows (1..8) at once with AVX-512: a block of 16 positions is one
+// register, so a row's scores for a block take HD multiply-adds with the
+// query value broadcast from memory, and each K^T row loaded serves all R
+// rows. The weighted sum of V runs PR rows per pass, their HD / 16
+// accumulators each in registers (at most 16 of the 32).
+template <int HD, int R>
+TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_row* rows) {
+    constexpr int BS = 16, NV = HD / 16, PR = (16 / NV) < R ? (16 / NV) : R;
+    alignas(64) float q[R][HD];
+    int n_max = 0;
+    for (int r = 0; r < R; ++r) {
+        for (int d = 0; d < HD; ++d) q[r][d] = rows[r].q[d] * a.scale;
+        n_max = std::max(n_max, rows[r].n_pos);
+    }
+    int j = 0;
+    for (int b = 0; j < n_max; ++b) {
+        const float* kt = a.k[b];
+        __m512 s[R];
+        for (int r = 0; r < R; ++r) s[r] = _mm512_setzero_ps();
+        for (int d = 0; d < HD; ++d) {
+            const __m512 k = _mm512_loadu_ps(kt + d * BS);
+            for (int r = 0; r < R; ++r) s[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][d]), k, s[r]);
+        }
+        for (int r = 0; r < R; ++r) {
+            const int n = std::min(BS, rows[r].n_pos - j);
+            if (n <= 0) continue;
+            _mm512_mask_storeu_ps(rows[r].scores + j, static_cast<__mmask16>((1u << n) - 1u), s[r]);
+        }
+        j += BS;
+    }
+    for (int r = 0; r < R; ++r) {
+        softmax(rows[r].scores, rows[r].n_pos, kernel_isa::avx2);
+        std::fill(rows[r].scores + rows[r].n_pos, rows[r].scores + n_max, 0.0f);
+    }
+    for (int r0 = 0; r0 < R; r0 += PR) {
+        const int nr = std::min(PR, R - r0);
+        int n_pass = 0;
+        for (int r = r0; r < r0 + nr; ++r) n_pass = std::max(n_pass, rows[r].n_pos);
+        __m512 acc[PR][NV];
+        for (int r = 0; r < PR; ++r)
+            for (int k = 0; k < NV; ++k) acc[r][k] = _mm512_setzero_ps();
+        j = 0;
+        for (int b = 0; j < n_pass; ++b) {
+            const float* vb = a.v[b];
+            const int n = std::min(BS, n_pass - j);
+            for (int i = 0; i < n; ++i, ++j) {
+                const float* v = vb + static_cast<int64_t>(i) * a.stride;
+                __m512 vk[NV];
+                for (int k = 0; k < NV; ++k) vk[k] = _mm512_loadu_ps(v + 16 * k);
+                for (int r = 0; r < PR; ++r) {
+                    if (r >= nr) break;
+                    const __m512 p = _mm512_set1_ps(rows[r0 + r].scores[j]);
+                    for (int k = 0; k < NV; ++k) acc[r][k] = _mm512_fmadd_ps(p, vk[k], acc[r][k]);
+                }
+            }
+        }
+        for (int r = 0; r < nr; ++r)
+            for (int k = 0; k < NV; ++k) _mm512_storeu_ps(rows[r0 + r].out + 16 * k, acc[r][k]);
+    }
+}
+
+template <int HD>
+bool attend_rows_avx512_hd(const attention_args& a, const attention_row* rows, int n_rows) {
+    switch (n_rows) {
+        case 1: attend_rows_avx512<HD, 1>(a, rows); return true;
+        case 2: attend_rows_avx512<HD, 2>(a, rows); return true;
+        case 3: attend_rows_avx512<HD, 3>(a, rows); return true;
+        case 4: attend_rows_avx512<HD, 4>(a, rows); return true;
+        case 5: attend_rows_avx512<HD, 5>(a, rows); return true;
+        case 6: attend_rows_avx512<HD, 6>(a, rows); return true;
+        case 7: attend_rows_avx512<HD, 7>(a, rows); return true;
+        case 8: attend_rows_avx512<HD, 8>(a, rows); return true;
+        default: return false;
+    }
+}
+
+bool attend_rows_avx512_any(const attention_args& a, const attention_row* rows, int n_rows, int head_dim) {
+    switch (head_dim) {
+        case 16: return attend_rows_avx512_hd<16>(a, rows, n_rows);
+        case 32: return attend_rows_avx512_hd<32>(a, rows, n_rows);
+        case 64: return attend_rows_avx512_hd<64>(a, rows, n_rows);
+        case 128: return attend_rows_avx512_hd<128>(a, rows, n_rows);
+        default: return false;
+    }
+}
+#endif
+
 template <int HD>
 void attend_hd(const attention_args& a, int head_dim, kernel_isa isa) {
 #if TACHYON_ATTENTION_AVX2
@@ -205,6 +300,12 @@ void attend_hd(const attention_args& a, int head_dim, kernel_isa isa) {
 }  // namespace
 
 void attend(const attention_args& a, int head_dim, kernel_isa isa) {
+#if TACHYON_ATTENTION_AVX512
+    if (isa >= kernel_isa::avx512 && a.block_size == 16) {
+        const attention_row row{a.q, a.n_pos, a.scores, a.out};
+        if (attend_rows_avx512_any(a, &row, 1, head_dim)) return;
+    }
+#endif
     switch (head_dim) {
         case 8: return attend_hd<8>(a, head_dim, isa);
         case 16: return attend_hd<16>(a, head_dim, isa);
@@ -216,17 +317,36 @@ void attend(const attention_args& a, int head_dim, kernel_isa isa) {
 }
 
 void attend_rows(const attention_args& shared, const attention_row* rows, int n_rows, int head_dim, kernel_isa isa) {
+#if TACHYON_ATTENTION_AVX512
+    if (isa >= kernel_isa::avx512 && shared.block_size == 16 && attend_rows_avx512_any(shared, rows, n_rows, head_dim))
+        return;
+#endif
 #if TACHYON_ATTENTION_AVX2
-    if (shared.block_size == 16 && isa != kernel_isa::scalar && n_rows >= 2 && n_rows <= max_attention_rows) {
-        bool done = false;
-        switch (head_dim) {
-            case 8: done = attend_rows_hd<8>(shared, rows, n_rows, isa); break;
-            case 16: done = attend_rows_hd<16>(shared, rows, n_rows, isa); break;
-            case 32: done = attend_rows_hd<32>(shared, rows, n_rows, isa); break;
-            case 64: done = attend_rows_hd<64>(shared, rows, n_rows, isa); break;
-            default: break;
+    if (shared.block_size == 16 && isa != kernel_isa::scalar && n_rows >= 2) {
+        // at most 4 rows keep the AVX2 accumulators in registers
+        for (int r0 = 0; r0 < n_rows;) {
+            const int n = std::min(4, n_rows - r0);
+            bool done = false;
+            switch (head_dim) {
+                case 8: done = attend_rows_hd<8>(shared, rows + r0, n, isa); break;
+                case 16: done = attend_rows_hd<16>(shared, rows + r0, n, isa); break;
+                case 32: done = attend_rows_hd<32>(shared, rows + r0, n, isa); break;
+                case 64: done = attend_rows_hd<64>(shared, rows + r0, n, isa); break;
+                default: break;
+            }
+            if (!done) {  // one row, or a head dimension without a fixed version
+                for (int r = r0; r < r0 + n; ++r) {
+                    attention_args a = shared;
+                    a.q = rows[r].q;
+                    a.n_pos = rows[r].n_pos;
+                    a.scores = rows[r].scores;
+                    a.out = rows[r].out;
+                    attend(a, head_dim, isa);
+                }
+            }
+            r0 += n;
         }
-        if (done) return;
+        return;
     }
 #endif
     for (int r = 0; r < n_rows; ++r) {

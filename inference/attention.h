@@ -28,9 +28,10 @@ void attend(const attention_args& a, int head_dim, kernel_isa isa);
 
 // Several query rows over the same K/V blocks (the query heads of one KV
 // head, for one or more consecutive tokens of one sequence): each K and V
-// row loaded is used by every row, which halves or quarters the loads that
-// bound attention. Rows differ in q, n_pos, scores and out only.
-constexpr int max_attention_rows = 4;
+// row loaded is used by every row, which divides the loads that bound
+// attention by the number of rows (AVX-512: up to 8 rows in registers;
+// AVX2: 4 at a time). Rows differ in q, n_pos, scores and out only.
+constexpr int max_attention_rows = 8;
 struct attention_row {
     const float* q;   // [head_dim]
     int n_pos;        // attend to positions [0, n_pos)

@@ -147,7 +147,8 @@ constexpr detail::type_kernels scalar_q4_k{gemm_by_dot<dot_q4_k>, dot_q4_k, quan
 constexpr detail::type_kernels scalar_q6_k{gemm_by_dot<dot_q6_k>, dot_q6_k, quantize_q8_k};
 
 const detail::type_kernels& kernels_of(kernel_isa isa, tensor_type weight) {
-    const detail::type_kernels* k = isa == kernel_isa::avx_vnni ? detail::avx_vnni_kernels(weight)
+    const detail::type_kernels* k = isa >= kernel_isa::avx512     ? detail::avx512_kernels(weight)
+                                    : isa >= kernel_isa::avx_vnni ? detail::avx_vnni_kernels(weight)
                                     : isa == kernel_isa::avx2   ? detail::avx2_kernels(weight)
                                                                 : detail::scalar_kernels(weight);
     TACHYON_ASSERT(k != nullptr, "no kernels for this tensor type");
@@ -181,6 +182,7 @@ std::string_view to_string(kernel_isa isa) {
     switch (isa) {
         case kernel_isa::avx2: return "avx2";
         case kernel_isa::avx_vnni: return "avx_vnni";
+        case kernel_isa::avx512: return "avx512";
         default: return "scalar";
     }
 }
@@ -199,16 +201,29 @@ bool cpu_has_avx_vnni() {
     return (eax >> 4) & 1;
 }
 
-kernel_isa select_isa(const char* env_value, bool has_avx2, bool has_avx_vnni) {
+bool cpu_has_avx512() {
+    if (!cpu_has_avx2()) return false;
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512dq") ||
+        !__builtin_cpu_supports("avx512vl"))
+        return false;
+    // XCR0: the OS saves opmask and zmm state (bits 5-7) besides xmm/ymm (1-2).
+    unsigned lo = 0, hi = 0;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 0xE6u) == 0xE6u;
+}
+
+kernel_isa select_isa(const char* env_value, bool has_avx2, bool has_avx_vnni, bool has_avx512) {
     const std::string_view env = env_value != nullptr ? env_value : "";
     if (env == "scalar") return kernel_isa::scalar;
     if (!has_avx2) return kernel_isa::scalar;
     if (env == "avx2" || !has_avx_vnni) return kernel_isa::avx2;
-    return kernel_isa::avx_vnni;
+    if (env == "avx_vnni" || !has_avx512) return kernel_isa::avx_vnni;
+    return kernel_isa::avx512;
 }
 
 kernel_isa default_isa() {
-    static const kernel_isa isa = select_isa(std::getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni());
+    static const kernel_isa isa =
+        select_isa(std::getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni(), cpu_has_avx512());
     return isa;
 }
 

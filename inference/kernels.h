@@ -1,7 +1,8 @@
 // Dot products and matrix multiplication over every weight type tachyon
 // loads, with a portable reference path, an AVX2/FMA/F16C path and an
 // AVX-VNNI path (AVX2 plus 256-bit dpbusd for q8_0 / q4_0) chosen at run time
-// (the binary itself stays plain x86-64).
+// (the binary itself stays plain x86-64). The avx512 level adds AVX-512
+// versions where they pay (attention); elsewhere it runs the AVX-VNNI ones.
 //
 // Weights are used in place in their GGUF encoding. Activations are f32 for
 // f32/f16/bf16 weights and are quantized once per matmul call for the
@@ -21,8 +22,8 @@
 namespace tachyon {
 
 // Ordered: each set includes the one before (avx_vnni runs the avx2 kernels
-// wherever it has none of its own).
-enum class kernel_isa { scalar, avx2, avx_vnni };
+// wherever it has none of its own, avx512 the avx_vnni ones).
+enum class kernel_isa { scalar, avx2, avx_vnni, avx512 };
 
 std::string_view to_string(kernel_isa isa);
 
@@ -30,15 +31,17 @@ std::string_view to_string(kernel_isa isa);
 bool cpu_has_avx2();
 // True when the CPU also has AVX-VNNI (the VEX-encoded 256-bit dpbusd).
 bool cpu_has_avx_vnni();
+// True when the CPU also has AVX-512 F, BW, DQ and VL (and the OS saves zmm state).
+bool cpu_has_avx512();
 
 // The kernels to use given the value of TACHYON_KERNELS (nullptr when unset)
 // and the CPU: "scalar" forces the reference kernels, "avx2" the AVX2 ones
-// without VNNI; unset, empty or "auto" pick the best the CPU has. A set the
-// CPU lacks, or an unknown value, falls back to auto.
-kernel_isa select_isa(const char* env_value, bool has_avx2, bool has_avx_vnni = false);
+// without VNNI, "avx_vnni" no AVX-512; unset, empty or "auto" pick the best
+// the CPU has. A set the CPU lacks, or an unknown value, falls back to auto.
+kernel_isa select_isa(const char* env_value, bool has_avx2, bool has_avx_vnni = false, bool has_avx512 = false);
 
-// select_isa(getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni()),
-// decided once.
+// select_isa(getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni(),
+// cpu_has_avx512()), decided once.
 kernel_isa default_isa();
 
 // True for the weight types matmul and vec_dot handle: f32, f16, bf16,

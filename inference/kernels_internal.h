@@ -33,5 +33,7 @@ const type_kernels* scalar_kernels(tensor_type weight);
 const type_kernels* avx2_kernels(tensor_type weight);
 // AVX2 plus AVX-VNNI: its own q8_0 / q4_0 kernels, the AVX2 ones otherwise.
 const type_kernels* avx_vnni_kernels(tensor_type weight);
+// AVX-512: its own float-weight kernels, the AVX-VNNI ones otherwise.
+const type_kernels* avx512_kernels(tensor_type weight);
 
 }  // namespace tachyon::detail

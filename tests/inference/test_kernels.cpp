@@ -74,6 +74,7 @@ std::vector<kernel_isa> simd_isas() {
     std::vector<kernel_isa> v;
     if (cpu_has_avx2()) v.push_back(kernel_isa::avx2);
     if (cpu_has_avx_vnni()) v.push_back(kernel_isa::avx_vnni);
+    if (cpu_has_avx_vnni() && cpu_has_avx512()) v.push_back(kernel_isa::avx512);
     return v;
 }
 
@@ -92,9 +93,16 @@ TEST_CASE("TACHYON_KERNELS=scalar selects the reference kernels") {
     CHECK(select_isa("avx2", true, true) == kernel_isa::avx2);
     CHECK(select_isa("scalar", true, true) == kernel_isa::scalar);
     CHECK(select_isa(nullptr, false, true) == kernel_isa::scalar);
-    CHECK(default_isa() == select_isa(std::getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni()));
+    // AVX-512 on top of AVX-VNNI, unless "avx_vnni" or "avx2" caps it
+    CHECK(select_isa(nullptr, true, true, true) == kernel_isa::avx512);
+    CHECK(select_isa("avx_vnni", true, true, true) == kernel_isa::avx_vnni);
+    CHECK(select_isa("avx2", true, true, true) == kernel_isa::avx2);
+    CHECK(select_isa(nullptr, true, false, true) == kernel_isa::avx2);
+    CHECK(default_isa() ==
+          select_isa(std::getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni(), cpu_has_avx512()));
     CHECK(to_string(kernel_isa::scalar) == "scalar");
     CHECK(to_string(kernel_isa::avx_vnni) == "avx_vnni");
+    CHECK(to_string(kernel_isa::avx512) == "avx512");
     CHECK(kernel_context(2, kernel_isa::scalar).isa() == kernel_isa::scalar);
 }
 
