@@ -1,7 +1,8 @@
 // The float-weight (f32, f16, bf16) matmul again with AVX-512: sixteen
 // columns per register, and tiles of 4 weight rows x 4 tokens whose sixteen
 // accumulators stay in registers (AVX2 has room for 4 x 2). The q8_0 / q4_0
-// tile is the AVX-VNNI one, compiled for this target. Every function carries
+// tile is the AVX-VNNI one, compiled for this target with 4 x 4 tiles: its
+// 16 accumulators fit in the 32 vector registers. Every function carries
 // its own target attribute so the file builds for plain x86-64; kernels.cpp
 // only calls in here after checking the CPU (default_isa).
 
@@ -18,6 +19,7 @@
 #define TACHYON_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c,avxvnni")))
 #define TACHYON_TILE_TARGET TACHYON_AVX512
 #define TACHYON_TILE_VNNI 1
+#define TACHYON_TILE_Q8_RN 4
 #include "inference/kernels_q8_tile.h"
 
 namespace tachyon::detail {
@@ -95,14 +97,16 @@ struct float_tile512 {
     }
 };
 
-// Rows shorter than this run the AVX2 tile: a 16-wide loop of a few steps
-// does not pay for its wider horizontal sums (measured on a model with
-// 128-wide rows: decode 6 % slower; 512-wide rows: prefill 26 % faster).
+// One token against rows shorter than this runs the AVX2 tile: a 16-wide
+// loop of a few steps does not pay for its wider horizontal sums (measured
+// on a model with 128-wide rows: decode 6 % slower). Several tokens take
+// the 4 x 4 tile whatever the width: each weight vector loaded and
+// converted serves 4 tokens instead of 2.
 constexpr int64_t min_cols_512 = 256;
 
 template <class L, tensor_type T>
 void gemm_by_width(const gemm_args& a, int64_t r0, int64_t r1) {
-    if (a.n_cols < min_cols_512) return avx2_kernels(T)->gemm(a, r0, r1);
+    if (a.n_cols < min_cols_512 && a.n_tokens < 4) return avx2_kernels(T)->gemm(a, r0, r1);
     gemm<float_tile512<L>>(a, r0, r1);
 }
 
@@ -112,10 +116,15 @@ const type_kernels* avx512_kernels(tensor_type weight) {
     static const type_kernels f32{gemm_by_width<load16_f32, tensor_type::f32>, dot<float_tile512<load16_f32>>, nullptr};
     static const type_kernels f16{gemm_by_width<load16_f16, tensor_type::f16>, dot<float_tile512<load16_f16>>, nullptr};
     static const type_kernels bf16{gemm_by_width<load16_bf16, tensor_type::bf16>, dot<float_tile512<load16_bf16>>, nullptr};
+    // Activations are quantized as under AVX2 (same q8_0 format).
+    static const type_kernels q8_0{gemm<q8_tile<unpack_q8_0>>, dot<q8_tile<unpack_q8_0>>, avx2_kernels(tensor_type::q8_0)->quantize};
+    static const type_kernels q4_0{gemm<q8_tile<unpack_q4_0>>, dot<q8_tile<unpack_q4_0>>, avx2_kernels(tensor_type::q4_0)->quantize};
     switch (weight) {
         case tensor_type::f32: return &f32;
         case tensor_type::f16: return &f16;
         case tensor_type::bf16: return &bf16;
+        case tensor_type::q8_0: return &q8_0;
+        case tensor_type::q4_0: return &q4_0;
         default: return avx_vnni_kernels(weight);
     }
 }
