@@ -61,12 +61,65 @@ struct engine::active {
         : id(i), req(std::move(r)), session(s), smp(req.sampling), submitted(clock_type::now()) {}
 };
 
+// Runs one job at a time on a thread of its own: the prefill side of the
+// prefill/decode split.
+struct engine::side_thread {
+    side_thread() : thread([this] { run(); }) {}
+    ~side_thread() {
+        {
+            std::lock_guard lock(mutex);
+            stop = true;
+        }
+        cv.notify_all();
+        thread.join();
+    }
+    void start(std::function<void()> fn) {
+        {
+            std::lock_guard lock(mutex);
+            job = std::move(fn);
+            done = false;
+        }
+        cv.notify_all();
+    }
+    void wait() {
+        std::unique_lock lock(mutex);
+        cv.wait(lock, [this] { return done; });
+    }
+
+private:
+    void run() {
+        std::unique_lock lock(mutex);
+        for (;;) {
+            cv.wait(lock, [this] { return stop || job; });
+            if (!job) return;
+            auto fn = std::move(job);
+            job = nullptr;
+            lock.unlock();
+            fn();
+            lock.lock();
+            done = true;
+            cv.notify_all();
+        }
+    }
+
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::function<void()> job;
+    bool done = true;
+    bool stop = false;
+    std::thread thread;  // last: started once the rest is ready
+};
+
 engine::engine(std::unique_ptr<model> m, const engine_options& options)
     : model_(std::move(m)),
       options_(options),
       ctx_(std::make_unique<kernel_context>(options.n_threads)),
       kv_(kv_config_for(*model_, options)) {
     if (options.prefix_cache) prefix_ = std::make_unique<prefix_cache>(options.block_size);
+    if (options.split_prefill) {
+        ctx_prefill_ = std::make_unique<kernel_context>(1);
+        side_ = std::make_unique<side_thread>();
+    }
     counters_.n_kv_blocks = kv_.config().n_blocks;
     thread_ = std::thread([this] { loop(); });
 }
@@ -91,6 +144,7 @@ engine::~engine() {
     }
     wake_.notify_all();
     thread_.join();
+    side_.reset();
     if (prefix_) prefix_->clear(kv_);
 }
 
@@ -350,12 +404,15 @@ bool engine::admit() {
 
 void engine::step() {
     const int n_vocab = model_->hparams().n_vocab;
+    const bool split = side_ != nullptr;
     batch_.clear();
-    int budget = options_.max_batch_tokens;
+    batch_prefill_.clear();
+    int budget_decode = options_.max_batch_tokens, budget_prefill = options_.max_batch_tokens;
     struct planned_entry {
         active* a;
         int n;                       // tokens it put in the batch
         std::vector<int32_t> draft;  // of those, speculative (after the pending token)
+        bool prefill_side;           // split: in batch_prefill_
     };
     std::vector<planned_entry> planned;
     int n_decoding = 0;
@@ -363,16 +420,19 @@ void engine::step() {
     const bool lookup = n_decoding <= options_.max_lookup_batch;
     // Decoding requests first (one token each, plus a draft), so decoding
     // never stalls behind a long prefill; prefill fills the rest of the
-    // budget in chunks.
+    // budget in chunks (split: a budget and a batch of its own).
     for (int pass = 0; pass < 2; ++pass) {
         for (auto& up : active_) {
             active& a = *up;
+            const bool decoding = !a.in_prefill;
+            if ((pass == 0) != decoding) continue;
+            const bool prefill_side = split && !decoding;
+            int& budget = prefill_side ? budget_prefill : budget_decode;
+            forward_batch& batch = prefill_side ? batch_prefill_ : batch_;
             if (a.done || budget <= 0) continue;
             session_state& s = *a.session;
             const int computed = kv_.n_tokens(s.seq);
             const int pending = static_cast<int>(s.tokens.size()) - computed;
-            const bool decoding = !a.in_prefill;
-            if ((pass == 0) != decoding) continue;
             if (pending <= 0) {
                 // Nothing to compute: prefill-only request whose tokens are all in the KV.
                 if (a.req.max_tokens <= 0 || a.generated.size() >= static_cast<size_t>(a.req.max_tokens)) {
@@ -408,20 +468,35 @@ void engine::step() {
             const bool want = last_chunk && a.req.max_tokens > 0;
             for (int i = 0; i < n; ++i) {
                 const int32_t t = i < pending ? s.tokens[static_cast<size_t>(computed + i)] : draft[static_cast<size_t>(i - pending)];
-                batch_.add(t, s.seq, computed + i, want && i >= pending - 1);
+                batch.add(t, s.seq, computed + i, want && i >= pending - 1);
             }
             budget -= n;
-            planned.push_back({&a, n, std::move(draft)});
+            planned.push_back({&a, n, std::move(draft), prefill_side});
         }
     }
-    if (batch_.size() == 0) return;
+    if (batch_.size() == 0 && batch_prefill_.size() == 0) return;
 
-    const size_t n_logits = static_cast<size_t>(batch_.n_logits());
-    if (logits_.size() < n_logits * n_vocab) logits_.resize(n_logits * n_vocab);
-    model_->forward(*ctx_, batch_, kv_, logits_.data());
+    // The two forwards touch different sequences' KV blocks and take their
+    // own activations from the model: they may run at once.
+    const bool side_work = batch_prefill_.size() > 0;
+    if (side_work) {
+        const size_t n_logits = static_cast<size_t>(batch_prefill_.n_logits());
+        if (logits_prefill_.size() < n_logits * n_vocab) logits_prefill_.resize(n_logits * n_vocab);
+        side_->start([this] {
+            const double c0 = thread_cpu_ms();
+            model_->forward(*ctx_prefill_, batch_prefill_, kv_, logits_prefill_.data());
+            side_cpu_ms_ += thread_cpu_ms() - c0;
+        });
+    }
+    if (batch_.size() > 0) {
+        const size_t n_logits = static_cast<size_t>(batch_.n_logits());
+        if (logits_.size() < n_logits * n_vocab) logits_.resize(n_logits * n_vocab);
+        model_->forward(*ctx_, batch_, kv_, logits_.data());
+    }
+    if (side_work) side_->wait();
 
-    size_t row = 0;
-    for (auto& [ap, n, draft] : planned) {
+    size_t row = 0, row_prefill = 0;
+    for (auto& [ap, n, draft, prefill_side] : planned) {
         active& a = *ap;
         session_state& s = *a.session;
         const int computed = kv_.n_tokens(s.seq);
@@ -430,8 +505,9 @@ void engine::step() {
         if (a.in_prefill) a.stats.n_prefilled += n_real;
         const bool has_logits = computed + n_real == static_cast<int>(s.tokens.size()) && a.req.max_tokens > 0;
         if (has_logits) {
-            const float* rows = &logits_[row * n_vocab];
-            row += 1 + draft.size();
+            size_t& r = prefill_side ? row_prefill : row;
+            const float* rows = prefill_side ? &logits_prefill_[r * n_vocab] : &logits_[r * n_vocab];
+            r += 1 + draft.size();
             if (!a.done) {
                 const int kept = sample_rows(a, rows, draft);
                 // Keys and values of draft tokens the sampler did not pick are dropped.
@@ -513,7 +589,8 @@ void engine::loop() {
         const auto t0 = clock_type::now();
         const double c0 = thread_cpu_ms();
         step();
-        const double step_cpu_ms = thread_cpu_ms() - c0;
+        const double step_cpu_ms = thread_cpu_ms() - c0 + side_cpu_ms_;
+        side_cpu_ms_ = 0;
         const double step_ms = ms_between(t0, clock_type::now());
         n_free_blocks_.store(kv_.n_free_blocks(), std::memory_order_relaxed);
         std::lock_guard lock(counters_mutex_);

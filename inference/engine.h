@@ -44,6 +44,12 @@ struct engine_options {
     // compute-bound (a rejected draft wastes the attention it cost).
     // Drafts from request::propose (forced text) are always tried.
     int max_lookup_batch = 2;
+    // Prefill/decode split, the disaggregation large serving systems use, on
+    // one machine: each step runs the decode tokens and the prefill chunks as
+    // two forwards at the same time, decode on n_threads, prefill on a thread
+    // of its own, and joins them. Off (the default, measured faster here):
+    // one forward mixes decode tokens and prefill chunks on n_threads.
+    bool split_prefill = false;
 };
 
 using session_id = int64_t;
@@ -192,6 +198,13 @@ private:
     std::unique_ptr<model> model_;
     engine_options options_;
     std::unique_ptr<kernel_context> ctx_;
+    // split_prefill: the prefill side's kernels and thread, batch and logits
+    struct side_thread;
+    std::unique_ptr<kernel_context> ctx_prefill_;
+    std::unique_ptr<side_thread> side_;
+    forward_batch batch_prefill_;
+    std::vector<float> logits_prefill_;  // [n_logits, n_vocab]
+    double side_cpu_ms_ = 0;
     kv_cache kv_;  // touched only by the engine thread
     std::unique_ptr<prefix_cache> prefix_;  // engine thread only; null when options_.prefix_cache is off
 

@@ -126,6 +126,7 @@ int bench_agents(const cli::parsed_args& args) {
     for (const mode& m : modes_for(which)) {
         service_options so;
         so.engine.n_threads = setup->threads;
+        so.engine.split_prefill = args.flag("split-prefill");
         so.engine.n_ctx = static_cast<int>(std::max<int64_t>(16384, concurrency * 6144));
         so.engine.max_active = m.max_active;
         so.engine.prefix_cache = m.prefix_cache;
@@ -226,6 +227,8 @@ cli::command_spec make_bench_agents_command() {
         {"tool-latency", 0, cli::option_kind::value, "SPEC", "lognormal:100:400", "network latency per tool call: none or lognormal:MEDIAN_MS:P95_MS"},
         {"modes", 0, cli::option_kind::value, "WHICH", "all", "all, sequential, conventional, tachyon or ablation"},
         {"threads", 't', cli::option_kind::value, "N", "1", "inference threads"},
+        {"split-prefill", 0, cli::option_kind::flag, "", "",
+         "prefill/decode split: prefill chunks on a thread of their own, beside the --threads decoding (inference/engine.h)"},
         {"world", 0, cli::option_kind::value, "PATH", "", "the incident-world program"},
         {"journal-dir", 0, cli::option_kind::value, "DIR", "runs", "where run journals are written"},
         {"json", 0, cli::option_kind::flag, "", "", "print one JSON object"},

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "inference/attention.h"
@@ -39,9 +41,10 @@ public:
 private:
     result<weight_ref> matrix(const std::string& name, int64_t n_rows, int64_t n_cols, bool optional = false);
     result<const float*> vector(const std::string& name, int64_t n, bool optional = false);
-    void attention(kernel_context& ctx, const forward_batch& batch, kv_cache& kv, int layer);
-    void layer(kernel_context& ctx, const forward_batch& batch, kv_cache& kv, int il);
-    void grow(size_t n_tokens);
+    struct activations;
+    void attention(kernel_context& ctx, activations& A, const forward_batch& batch, kv_cache& kv, int layer);
+    void layer(kernel_context& ctx, activations& A, const forward_batch& batch, kv_cache& kv, int il);
+    void grow(activations& A, size_t n_tokens) const;
 
     weight_ref tok_embd_;             // [n_vocab, n_embd]
     std::vector<layer_weights> layers_;
@@ -49,18 +52,24 @@ private:
     weight_ref output_;               // [n_vocab, n_embd] (token_embd when tied)
     std::vector<std::vector<float>> owned_;  // norms/biases converted to f32 when stored otherwise
 
-    // Activations, grown to the largest batch seen (no allocation per step).
-    size_t n_cap_ = 0;
-    std::vector<float> x_;     // [n, n_embd]    residual stream
-    std::vector<float> h_;     // [n, n_embd]    normed input of a block
-    std::vector<float> q_;     // [n, n_embd_q]
-    std::vector<float> k_;     // [n, n_embd_kv]
-    std::vector<float> v_;     // [n, n_embd_kv]
-    std::vector<float> att_;   // [n, n_embd_q]  attention output before wo
-    std::vector<float> tmp_;   // [n, n_embd]
-    std::vector<float> gate_;  // [n, n_ff]
-    std::vector<float> up_;    // [n, n_ff]
-    std::vector<float> out_h_; // [n_logits, n_embd]
+    // Activations of one forward call, grown to the largest batch seen (no
+    // allocation per step). Two calls may run at once (the engine's
+    // prefill/decode split): each takes a set from the pool for its duration.
+    struct activations {
+        size_t n_cap = 0;
+        std::vector<float> x;     // [n, n_embd]    residual stream
+        std::vector<float> h;     // [n, n_embd]    normed input of a block
+        std::vector<float> q;     // [n, n_embd_q]
+        std::vector<float> k;     // [n, n_embd_kv]
+        std::vector<float> v;     // [n, n_embd_kv]
+        std::vector<float> att;   // [n, n_embd_q]  attention output before wo
+        std::vector<float> tmp;   // [n, n_embd]
+        std::vector<float> gate;  // [n, n_ff]
+        std::vector<float> up;    // [n, n_ff]
+        std::vector<float> out_h; // [n_logits, n_embd]
+    };
+    std::mutex pool_mutex_;
+    std::vector<std::unique_ptr<activations>> pool_;  // sets not in use
 };
 
 result<weight_ref> llama_model::matrix(const std::string& name, int64_t n_rows, int64_t n_cols, bool optional) {
@@ -190,25 +199,25 @@ status llama_model::bind(std::unique_ptr<gguf_file> file) {
     return {};
 }
 
-void llama_model::grow(size_t n) {
-    if (n <= n_cap_) return;
+void llama_model::grow(activations& A, size_t n) const {
+    if (n <= A.n_cap) return;
     const model_hparams& hp = hparams_;
-    n_cap_ = n;
-    x_.resize(n * hp.n_embd);
-    h_.resize(n * hp.n_embd);
-    q_.resize(n * hp.n_embd_q());
-    k_.resize(n * hp.n_embd_kv());
-    v_.resize(n * hp.n_embd_kv());
-    att_.resize(n * hp.n_embd_q());
-    tmp_.resize(n * hp.n_embd);
-    gate_.resize(n * hp.n_ff);
-    up_.resize(n * hp.n_ff);
-    out_h_.resize(n * hp.n_embd);
+    A.n_cap = n;
+    A.x.resize(n * hp.n_embd);
+    A.h.resize(n * hp.n_embd);
+    A.q.resize(n * hp.n_embd_q());
+    A.k.resize(n * hp.n_embd_kv());
+    A.v.resize(n * hp.n_embd_kv());
+    A.att.resize(n * hp.n_embd_q());
+    A.tmp.resize(n * hp.n_embd);
+    A.gate.resize(n * hp.n_ff);
+    A.up.resize(n * hp.n_ff);
+    A.out_h.resize(n * hp.n_embd);
 }
 
 // Causal attention of every batch token over its own sequence in the paged
 // cache (positions 0..pos, the batch's own K/V already written).
-void llama_model::attention(kernel_context& ctx, const forward_batch& batch, kv_cache& kv, int il) {
+void llama_model::attention(kernel_context& ctx, activations& A, const forward_batch& batch, kv_cache& kv, int il) {
     const model_hparams& hp = hparams_;
     const int hd = hp.head_dim, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
     const int group = hp.n_head / hp.n_head_kv;
@@ -271,8 +280,8 @@ void llama_model::attention(kernel_context& ctx, const forward_batch& batch, kv_
                 const size_t t = tl.t0 + static_cast<size_t>(i);
                 for (int h = tl.h0; h < tl.h0 + tl.n_heads; ++h, ++n_rows) {
                     const size_t off = t * n_q + static_cast<size_t>(h) * hd;
-                    rows[n_rows] = {q_.data() + off, batch.positions[t] + 1, scores.data() + static_cast<size_t>(n_rows) * stride,
-                                    att_.data() + off};
+                    rows[n_rows] = {A.q.data() + off, batch.positions[t] + 1, scores.data() + static_cast<size_t>(n_rows) * stride,
+                                    A.att.data() + off};
                 }
             }
             attend_rows(shared, rows, n_rows, hd, isa);
@@ -281,40 +290,40 @@ void llama_model::attention(kernel_context& ctx, const forward_batch& batch, kv_
 }
 
 // One transformer block: norm → attention → residual → norm → SwiGLU → residual.
-void llama_model::layer(kernel_context& ctx, const forward_batch& batch, kv_cache& kv, int il) {
+void llama_model::layer(kernel_context& ctx, activations& A, const forward_batch& batch, kv_cache& kv, int il) {
     const model_hparams& hp = hparams_;
     const layer_weights& L = layers_[static_cast<size_t>(il)];
     const int64_t n = static_cast<int64_t>(batch.size());
     const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv(), n_ff = hp.n_ff;
     const kernel_isa isa = ctx.isa();
 
-    for (int64_t t = 0; t < n; ++t) rmsnorm(&h_[t * n_embd], &x_[t * n_embd], L.attn_norm, n_embd, hp.rms_eps, isa);
-    matmul(ctx, L.wq.type, L.wq.data, n_q, n_embd, h_.data(), n, q_.data());
-    matmul(ctx, L.wk.type, L.wk.data, n_kv, n_embd, h_.data(), n, k_.data());
-    matmul(ctx, L.wv.type, L.wv.data, n_kv, n_embd, h_.data(), n, v_.data());
+    for (int64_t t = 0; t < n; ++t) rmsnorm(&A.h[t * n_embd], &A.x[t * n_embd], L.attn_norm, n_embd, hp.rms_eps, isa);
+    matmul(ctx, L.wq.type, L.wq.data, n_q, n_embd, A.h.data(), n, A.q.data());
+    matmul(ctx, L.wk.type, L.wk.data, n_kv, n_embd, A.h.data(), n, A.k.data());
+    matmul(ctx, L.wv.type, L.wv.data, n_kv, n_embd, A.h.data(), n, A.v.data());
     for (int64_t t = 0; t < n; ++t) {
-        if (L.bq) add(&q_[t * n_q], &q_[t * n_q], L.bq, n_q, isa);
-        if (L.bk) add(&k_[t * n_kv], &k_[t * n_kv], L.bk, n_kv, isa);
-        if (L.bv) add(&v_[t * n_kv], &v_[t * n_kv], L.bv, n_kv, isa);
+        if (L.bq) add(&A.q[t * n_q], &A.q[t * n_q], L.bq, n_q, isa);
+        if (L.bk) add(&A.k[t * n_kv], &A.k[t * n_kv], L.bk, n_kv, isa);
+        if (L.bv) add(&A.v[t * n_kv], &A.v[t * n_kv], L.bv, n_kv, isa);
     }
-    rope(q_.data(), n, hp.n_head, hp.head_dim, batch.positions.data(), hp.rope_base, hp.rope);
-    rope(k_.data(), n, hp.n_head_kv, hp.head_dim, batch.positions.data(), hp.rope_base, hp.rope);
+    rope(A.q.data(), n, hp.n_head, hp.head_dim, batch.positions.data(), hp.rope_base, hp.rope);
+    rope(A.k.data(), n, hp.n_head_kv, hp.head_dim, batch.positions.data(), hp.rope_base, hp.rope);
     for (int64_t t = 0; t < n; ++t) {
         const int pos = batch.positions[static_cast<size_t>(t)];
         const seq_id s = batch.seqs[static_cast<size_t>(t)];
-        kv.write_k(il, s, pos, &k_[t * n_kv]);
-        std::memcpy(kv.v_row(il, s, pos), &v_[t * n_kv], static_cast<size_t>(n_kv) * sizeof(float));
+        kv.write_k(il, s, pos, &A.k[t * n_kv]);
+        std::memcpy(kv.v_row(il, s, pos), &A.v[t * n_kv], static_cast<size_t>(n_kv) * sizeof(float));
     }
-    attention(ctx, batch, kv, il);
-    matmul(ctx, L.wo.type, L.wo.data, n_embd, n_q, att_.data(), n, tmp_.data());
-    add(x_.data(), x_.data(), tmp_.data(), n * n_embd, isa);
+    attention(ctx, A, batch, kv, il);
+    matmul(ctx, L.wo.type, L.wo.data, n_embd, n_q, A.att.data(), n, A.tmp.data());
+    add(A.x.data(), A.x.data(), A.tmp.data(), n * n_embd, isa);
 
-    for (int64_t t = 0; t < n; ++t) rmsnorm(&h_[t * n_embd], &x_[t * n_embd], L.ffn_norm, n_embd, hp.rms_eps, isa);
-    matmul(ctx, L.gate.type, L.gate.data, n_ff, n_embd, h_.data(), n, gate_.data());
-    matmul(ctx, L.up.type, L.up.data, n_ff, n_embd, h_.data(), n, up_.data());
-    silu_mul(gate_.data(), gate_.data(), up_.data(), n * n_ff, isa);
-    matmul(ctx, L.down.type, L.down.data, n_embd, n_ff, gate_.data(), n, tmp_.data());
-    add(x_.data(), x_.data(), tmp_.data(), n * n_embd, isa);
+    for (int64_t t = 0; t < n; ++t) rmsnorm(&A.h[t * n_embd], &A.x[t * n_embd], L.ffn_norm, n_embd, hp.rms_eps, isa);
+    matmul(ctx, L.gate.type, L.gate.data, n_ff, n_embd, A.h.data(), n, A.gate.data());
+    matmul(ctx, L.up.type, L.up.data, n_ff, n_embd, A.h.data(), n, A.up.data());
+    silu_mul(A.gate.data(), A.gate.data(), A.up.data(), n * n_ff, isa);
+    matmul(ctx, L.down.type, L.down.data, n_embd, n_ff, A.gate.data(), n, A.tmp.data());
+    add(A.x.data(), A.x.data(), A.tmp.data(), n * n_embd, isa);
 }
 
 void llama_model::forward(kernel_context& ctx, const forward_batch& batch, kv_cache& kv, float* logits) {
@@ -322,24 +331,36 @@ void llama_model::forward(kernel_context& ctx, const forward_batch& batch, kv_ca
     const int64_t n = static_cast<int64_t>(batch.size());
     const int64_t n_embd = hp.n_embd;
     TACHYON_ASSERT(n > 0, "forward of an empty batch");
-    grow(static_cast<size_t>(n));
+    std::unique_ptr<activations> set;
+    {
+        std::lock_guard lock(pool_mutex_);
+        if (!pool_.empty()) {
+            set = std::move(pool_.back());
+            pool_.pop_back();
+        }
+    }
+    if (!set) set = std::make_unique<activations>();
+    activations& A = *set;
+    grow(A, static_cast<size_t>(n));
 
     const size_t embd_row = row_bytes(traits_of(tok_embd_.type), n_embd);
     for (int64_t t = 0; t < n; ++t) {
         const int32_t id = batch.tokens[static_cast<size_t>(t)];
         TACHYON_ASSERT(id >= 0 && id < hp.n_vocab, "forward: token id out of range");
-        dequantize_row(tok_embd_.type, static_cast<const std::byte*>(tok_embd_.data) + embd_row * static_cast<size_t>(id), &x_[t * n_embd], n_embd);
+        dequantize_row(tok_embd_.type, static_cast<const std::byte*>(tok_embd_.data) + embd_row * static_cast<size_t>(id), &A.x[t * n_embd], n_embd);
     }
-    for (int il = 0; il < hp.n_layer; ++il) layer(ctx, batch, kv, il);
+    for (int il = 0; il < hp.n_layer; ++il) layer(ctx, A, batch, kv, il);
 
     // Final norm and output projection only for the rows that want logits.
     int64_t n_out = 0;
     for (int64_t t = 0; t < n; ++t) {
         if (!batch.logits[static_cast<size_t>(t)]) continue;
-        rmsnorm(&out_h_[n_out * n_embd], &x_[t * n_embd], output_norm_, n_embd, hp.rms_eps, ctx.isa());
+        rmsnorm(&A.out_h[n_out * n_embd], &A.x[t * n_embd], output_norm_, n_embd, hp.rms_eps, ctx.isa());
         ++n_out;
     }
-    if (n_out > 0) matmul(ctx, output_.type, output_.data, hp.n_vocab, n_embd, out_h_.data(), n_out, logits);
+    if (n_out > 0) matmul(ctx, output_.type, output_.data, hp.n_vocab, n_embd, A.out_h.data(), n_out, logits);
+    std::lock_guard lock(pool_mutex_);
+    pool_.push_back(std::move(set));
 }
 
 }  // namespace

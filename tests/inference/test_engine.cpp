@@ -482,3 +482,48 @@ TEST_CASE("speculative decoding respects max_tokens, stop tokens and the constra
     CHECK(m0.tokens == m8.tokens);
     for (int32_t t : m8.tokens) CHECK(t % 2 == 1);
 }
+
+TEST_CASE("prefill/decode split: sessions prefilling beside others decoding get what each gets alone") {
+    if (!have_stories()) return;
+    auto plain = open_engine_with(false);
+    engine_options o;
+    o.n_ctx = 4096;
+    o.prefix_cache = false;
+    o.split_prefill = true;
+    o.max_batch_tokens = 16;  // prompts take several chunks while earlier sessions decode
+    auto opened = engine::open(stories, o);
+    REQUIRE(opened.ok());
+    auto& split = **opened;
+    const auto base = long_prompt();
+    const int n = 6;
+    std::vector<std::vector<int32_t>> prompts, want(n), got(n);
+    for (int i = 0; i < n; ++i) {
+        auto p = base;
+        p.resize(static_cast<size_t>(20 + 9 * i));
+        prompts.push_back(p);
+        want[static_cast<size_t>(i)] = generate(*plain, plain->create_session(), p, 30).tokens;
+    }
+    std::vector<std::future<request_stats>> done;
+    for (int i = 0; i < n; ++i) {
+        auto pr = std::make_shared<std::promise<request_stats>>();
+        done.push_back(pr->get_future());
+        request r;
+        r.session = split.create_session();
+        r.append = prompts[static_cast<size_t>(i)];
+        r.max_tokens = 30;
+        r.on_token = [&got, i](int32_t t) {
+            got[static_cast<size_t>(i)].push_back(t);
+            return true;
+        };
+        r.on_done = [pr](const request_stats& st) { pr->set_value(st); };
+        split.submit(std::move(r));
+        if (i % 2 == 1) done[static_cast<size_t>(i - 1)].wait();  // the next ones arrive mid-decode
+    }
+    for (int i = 0; i < n; ++i) {
+        auto st = done[static_cast<size_t>(i)].get();
+        CHECK(st.finish == finish_reason::length);
+        CHECK(st.n_prefilled == static_cast<int>(prompts[static_cast<size_t>(i)].size()));
+        CHECK(got[static_cast<size_t>(i)] == want[static_cast<size_t>(i)]);
+    }
+    CHECK(split.counters().busy_cpu_ms > 0);
+}
