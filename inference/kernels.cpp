@@ -204,7 +204,7 @@ bool cpu_has_avx_vnni() {
 bool cpu_has_avx512() {
     if (!cpu_has_avx2()) return false;
     if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512dq") ||
-        !__builtin_cpu_supports("avx512vl"))
+        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512vnni"))
         return false;
     // XCR0: the OS saves opmask and zmm state (bits 5-7) besides xmm/ymm (1-2).
     unsigned lo = 0, hi = 0;

@@ -31,7 +31,7 @@ std::string_view to_string(kernel_isa isa);
 bool cpu_has_avx2();
 // True when the CPU also has AVX-VNNI (the VEX-encoded 256-bit dpbusd).
 bool cpu_has_avx_vnni();
-// True when the CPU also has AVX-512 F, BW, DQ and VL (and the OS saves zmm state).
+// True when the CPU also has AVX-512 F, BW, DQ, VL and VNNI (and the OS saves zmm state).
 bool cpu_has_avx512();
 
 // The kernels to use given the value of TACHYON_KERNELS (nullptr when unset)

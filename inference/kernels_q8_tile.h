@@ -1,8 +1,7 @@
 // The q8_0 / q4_0 matmul tile and the tile drivers, compiled once per
 // instruction set: the including file defines TACHYON_TILE_TARGET (a target
 // attribute) and TACHYON_TILE_VNNI (0: AVX2 maddubs, 1: AVX-VNNI dpbusd)
-// before including it, and may set TACHYON_TILE_Q8_RN (tokens per tile,
-// default 2). Everything lands in that file's anonymous namespace.
+// before including it. Everything lands in that file's anonymous namespace.
 //
 // matmul works on tiles of RM weight rows x RN tokens: each weight block is
 // loaded (and unpacked) once per tile and multiplied with RN activation rows,
@@ -111,16 +110,11 @@ struct int_dot {
 };
 #endif
 
-#ifndef TACHYON_TILE_Q8_RN
-#define TACHYON_TILE_Q8_RN 2
-#endif
-
 template <class U>
 struct q8_tile {
     // 4 x 2 keeps the 8 accumulators, the activations and the weight block in
-    // the 16 ymm registers; 4 x 4 spills there and measured no faster, but
-    // fits the 32 registers AVX-512 gives (TACHYON_TILE_Q8_RN 4).
-    static constexpr int rn = TACHYON_TILE_Q8_RN;
+    // the 16 ymm registers; 4 x 4 spills and measured no faster.
+    static constexpr int rn = 2;
 
     template <int RM, int RN>
     TACHYON_TILE_TARGET static void run(const gemm_args& a, int64_t r, int64_t t) {
