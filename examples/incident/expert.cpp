@@ -433,7 +433,8 @@ tachyon::result<expert_run> run_expert(const tt::registry& tools, const std::str
         }
         late = false;
         // the service's own log line that recent_changes shows (its restart
-        // on the new version) is not an error: the verifier says so
+        // on the new version, in whatever format its log has) is not an
+        // error: the verifier says so
         std::string info_line;
         if (info && !run.convo.turns.empty()) {
             for (const auto& r : run.convo.turns.back().results) {
@@ -444,7 +445,8 @@ tachyon::result<expert_run> run_expert(const tt::registry& tools, const std::str
                     const size_t sp = line.find(' ');
                     const std::string_view id = line.substr(0, sp);
                     if (sp != std::string_view::npos && id.rfind(suspect + ":", 0) == 0 &&
-                        line.find(" INFO ") != std::string_view::npos && info_line.empty())
+                        (line.find("INFO") != std::string_view::npos || line.find("info") != std::string_view::npos) &&
+                        info_line.empty())
                         info_line = std::string(id);
                 }
             }

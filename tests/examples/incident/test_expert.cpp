@@ -88,6 +88,32 @@ TEST_CASE("a deliberately late first_bad_timestamp is rejected and corrected fro
     CHECK(n_recovered >= 6);
 }
 
+TEST_CASE("a deliberately cited restart INFO line is rejected by the verifier, then the error lines are cited, and it is not learned") {
+    trajectory_options o;
+    o.instructions = "Investigate.";
+    o.work_dir = std::filesystem::temp_directory_path();
+    o.mistake_rate = 0.0;
+    o.late_timestamp_rate = 0.0;
+    o.info_evidence_rate = 1.0;
+    int n_recovered = 0;
+    for (uint64_t seed = 0; seed < 40; ++seed) {
+        CAPTURE(seed);
+        auto t = make_trajectory(seed, o);
+        REQUIRE(t.ok());
+        CHECK(t->run.verified);
+        CHECK(t->correct_service);
+        if (t->run.n_answers != 2) continue;  // its changes showed no log line of the service
+        ++n_recovered;
+        const auto& turns = t->run.convo.turns;
+        REQUIRE(turns.size() >= 2);
+        CHECK_FALSE(turns[turns.size() - 2].learn);
+        CHECK(turns[turns.size() - 2].results.at(0).find("is an INFO line") != std::string::npos);
+        CHECK(turns.back().learn);
+        CHECK(t->run.answer.evidence.size() >= 1);
+    }
+    CHECK(n_recovered >= 3);
+}
+
 TEST_CASE("a deliberate wrong answer is rejected by verify_root_cause and then corrected") {
     trajectory_options o;
     o.instructions = "Investigate.";
