@@ -66,6 +66,11 @@ private:
     asio::awaitable<request_stats> generate(std::vector<int32_t> append, int max_tokens, run_turn& turn);
     result<std::shared_ptr<turn_constraint>> make_constraint();
     grounded_values grounding() const;
+    // Text the model reads (task, tool results, verifier's words): what it names becomes groundable.
+    void ground(const std::string& text) {
+        collect_identifiers(text, grounded_);
+        grounding_texts_.push_back(text);
+    }
     void on_token(int32_t token, run_turn& turn);
     void handle_events();
     std::shared_ptr<call_slot> make_call(int step, int index, const std::string& name, const std::string& arguments, bool early);
@@ -622,8 +627,7 @@ asio::awaitable<run_outcome> runner::run() {
     }
     rendered_ = *prompt;
     render_options_.tools = tool_definitions(tools_);
-    collect_identifiers(req_.task, grounded_);
-    grounding_texts_.push_back(req_.task);
+    ground(req_.task);
     prev_text_ = req_.task;
     auto system = fill_placeholders(a.instructions, req_.inputs, a.file + ": instructions");
     messages_.push_back({"system", *system});
@@ -741,10 +745,7 @@ asio::awaitable<run_outcome> runner::run() {
             for (const auto& slot : turn_slots_) {
                 const int index = std::stoi(slot->rec.call_id.substr(slot->rec.call_id.rfind('_') + 1));
                 by_index[index] = slot->rec.result;
-                if (slot->rec.ok) {
-                    collect_identifiers(slot->rec.result, grounded_);
-                    grounding_texts_.push_back(slot->rec.result);
-                }
+                if (slot->rec.ok) ground(slot->rec.result);
             }
             for (const auto& [index, message] : turn_errors_) by_index[index] = "error: " + message;
             for (const auto& [index, text] : by_index) feedback.push_back({"tool", text});
@@ -783,8 +784,7 @@ asio::awaitable<run_outcome> runner::run() {
                 }
                 problem = message;
             }
-            collect_identifiers(problem, grounded_);  // the feedback is text the model reads: it may cite what it names
-            grounding_texts_.push_back(problem);
+            ground(problem);  // the feedback is text the model reads: it may cite what it names
             prev_kind_ = "<verify>";
             prev_text_ = problem;
             if (out.verify_attempts > a.max_verify_retries || (problem.rfind("final answer", 0) == 0 && step >= a.budgets.max_steps)) {

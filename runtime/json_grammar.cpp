@@ -152,6 +152,7 @@ status json_grammar::add_anchors(int32_t base, size_t n_nodes, const grounded_va
                 }
             }
             // The values on each line first (few), then the anchors naming them.
+            // Copies: add_list below grows lists_.
             const auto vtexts = lists_[static_cast<size_t>(value_list)].texts;
             const auto atexts = lists_[static_cast<size_t>(anchor_list)].texts;
             std::vector<std::vector<std::pair<std::string, uint8_t>>> seen(atexts.size());  // [n_anchor]
