@@ -14,6 +14,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "runtime/agent_runner.h"
 #include "runtime/async_flag.h"
 #include "runtime/constraint.h"
 #include "runtime/json_grammar.h"
@@ -25,122 +26,7 @@
 #include "runtime/tool_catalog.h"
 
 namespace tachyon {
-namespace asio = boost::asio;
-namespace {
-
-using clock_type = std::chrono::steady_clock;
-
-// Identifier-like words of a text (service names, trace ids, line ids,
-// timestamps): the values grounded arguments may take.
-void collect_identifiers(std::string_view text, std::set<std::string>& out) {
-    for (auto& id : identifiers_in(text)) out.insert(std::move(id));
-}
-
-// One tool call in flight.
-struct call_slot {
-    run_tool_call rec;
-    std::unique_ptr<asio::steady_timer> latency;  // injected network latency before the work starts
-    std::shared_ptr<tools::tool> tool;
-    std::atomic<bool> cancel{false};
-    bool finished = false;
-    bool speculative = false;  // started from a prediction; not the model's until its call matches
-    asio::steady_timer timeout;
-    async_flag done;
-    std::string error;
-
-    call_slot(const asio::any_io_executor& ex) : timeout(ex), done(ex) {}
-};
-
-class runner : public std::enable_shared_from_this<runner> {
-public:
-    runner(run_environment env, run_request req, asio::any_io_executor ex)
-        : env_(std::move(env)), req_(std::move(req)), ex_(ex), deadline_(ex), watch_(ex), latency_rng_(req_.latency.seed) {}
-
-    asio::awaitable<run_outcome> run();
-
-private:
-    double now_ms() const { return std::chrono::duration<double, std::milli>(clock_type::now() - t0_).count(); }
-    bool stopping() const { return deadline_hit_ || (env_.cancel && env_.cancel->load()); }
-
-    status setup();
-    asio::awaitable<request_stats> generate(std::vector<int32_t> append, int max_tokens, run_turn& turn);
-    result<std::shared_ptr<turn_constraint>> make_constraint();
-    grounded_values grounding() const;
-    // Text the model reads (task, tool results, verifier's words): what it names becomes groundable.
-    void ground(const std::string& text) {
-        collect_identifiers(text, grounded_);
-        grounding_texts_.push_back(text);
-    }
-    void on_token(int32_t token, run_turn& turn);
-    void handle_events();
-    std::shared_ptr<call_slot> make_call(int step, int index, const std::string& name, const std::string& arguments, bool early);
-    void start_call(const std::shared_ptr<call_slot>& slot);
-    void run_call(const std::shared_ptr<call_slot>& slot);
-    double sample_latency();
-    void finish_call(const std::shared_ptr<call_slot>& slot, bool ok, std::string text);
-    void record_call(const call_slot& slot);
-    void start_speculative_calls(int step);
-    std::shared_ptr<call_slot> take_speculative(const std::string& name, const std::string& arguments_json, int index);
-    void discard_speculative();
-    asio::awaitable<void> await_calls(const std::vector<std::shared_ptr<call_slot>>& calls);
-    asio::awaitable<std::pair<bool, std::string>> verify(const std::string& answer);
-    result<std::vector<int32_t>> next_turn_tokens(const std::string& turn_text, int32_t end_token,
-                                                  const std::vector<chat_message>& new_messages, bool& rewound);
-    void journal_turn(const run_turn& t);
-    void finish(run_outcome& out, std::string state, std::string error = {});
-    void watch_cancel();
-    void stop_work();
-
-    run_environment env_;
-    run_request req_;
-    asio::any_io_executor ex_;
-    asio::steady_timer deadline_;
-    asio::steady_timer watch_;  // polls the external cancel flag (set from a signal handler or another thread)
-    bool deadline_hit_ = false;
-    bool done_ = false;
-    std::vector<std::weak_ptr<call_slot>> live_calls_;
-    std::mt19937_64 latency_rng_;
-    clock_type::time_point t0_ = clock_type::now();
-    std::optional<journal::writer> journal_;
-
-    const agent_definition* agent_ = nullptr;
-    std::vector<std::shared_ptr<tools::tool>> tools_;
-    std::map<std::string, std::pair<std::shared_ptr<tools::tool>, std::shared_ptr<const json_schema>>> tool_by_name_;
-    std::vector<std::pair<std::shared_ptr<tools::tool>, const agent_verify_check*>> verify_tools_;
-    std::shared_ptr<const json_schema> output_schema_;
-    std::shared_ptr<turn_constraint> constraint_;  // the running turn's, used on the engine thread
-    std::set<std::string> grounded_;
-    std::vector<std::string> grounding_texts_;  // the texts grounded_ came from (for "x-grounded-with")
-
-    // Speculative tools: calls predicted for the turn being decoded, and what
-    // the prediction is made from (the previous turn's calls and results).
-    std::vector<std::shared_ptr<call_slot>> spec_slots_;
-    std::string prev_kind_ = "<start>";
-    std::string prev_text_;  // what the previous turn read (task, tool results, verifier's words)
-
-    session_id session_ = 0;
-    request_id current_request_ = 0;
-    std::vector<chat_message> messages_;
-    chat_render_options render_options_;  // the tools section, in every render
-    std::string rendered_;             // the conversation as rendered so far (ends with the assistant prompt)
-    std::vector<int32_t> all_tokens_;  // the tokens of rendered_ plus generated ones (for the no-kv_retain mode)
-    int n_prompt_tokens_ = 0;          // tokens of rendered_
-    int generated_total_ = 0;
-
-    // The turn being decoded.
-    std::optional<incremental_detokenizer> detok_;
-    tool_call_parser parser_;
-    std::vector<tool_call_event> events_;
-    std::string turn_text_;
-    int turn_step_ = 0;
-    int turn_calls_ = 0;
-    int turn_call_errors_ = 0;
-    std::vector<std::shared_ptr<call_slot>> turn_slots_;
-    std::vector<std::pair<int, std::string>> turn_errors_;  // call index → error text for the model
-    double turn_decode_end_ms_ = 0;
-
-    run_outcome out_;
-};
+namespace agent_detail {
 
 status runner::setup() {
     agent_ = req_.agent.get();
@@ -184,167 +70,6 @@ void runner::journal_turn(const run_turn& t) {
     (void)journal_->model_turn(e);
 }
 
-std::shared_ptr<call_slot> runner::make_call(int step, int index, const std::string& name, const std::string& arguments, bool early) {
-    auto slot = std::make_shared<call_slot>(ex_);
-    slot->rec.step = step;
-    slot->rec.call_id = "call_" + std::to_string(step) + "_" + std::to_string(index);
-    slot->rec.name = name;
-    slot->rec.arguments = arguments;
-    slot->rec.early = early;
-    auto it = tool_by_name_.find(name);
-    if (it != tool_by_name_.end()) slot->tool = it->second.first;
-    return slot;
-}
-
-void runner::finish_call(const std::shared_ptr<call_slot>& slot, bool ok, std::string text) {
-    if (slot->finished) return;
-    slot->finished = true;
-    slot->timeout.cancel();
-    if (slot->latency) slot->latency->cancel();
-    slot->rec.end_ms = now_ms();
-    slot->rec.ok = ok;
-    slot->rec.result = std::move(text);
-    if (!slot->speculative) record_call(*slot);  // a prediction is recorded when the model's call matches it
-    slot->done.set();
-}
-
-void runner::record_call(const call_slot& slot) {
-    out_.calls.push_back(slot.rec);
-    if (env_.observer) env_.observer->on_tool_end(slot.rec);
-    if (journal_) (void)journal_->tool_call(journal_event(slot.rec));
-}
-
-// Starts the read-only calls the agent's history predicts for this turn,
-// before the model writes them.
-void runner::start_speculative_calls(int step) {
-    spec_slots_.clear();
-    if (!env_.predictor) return;
-    env_.predictor->count_turn(prev_kind_);
-    if (!req_.switches.speculative_tools) return;
-    const grounded_values gv = grounding();
-    for (const auto& p : env_.predictor->predict(prev_kind_, prev_text_)) {
-        auto it = tool_by_name_.find(p.name);
-        if (it == tool_by_name_.end() || !it->second.first->flags().read_only) continue;
-        if (!it->second.second->validate(p.arguments, req_.switches.grounding ? &gv : nullptr)) continue;
-        auto args = json::minify(p.arguments, "predicted call");
-        if (!args) continue;
-        auto slot = make_call(step, -1, p.name, *args, true);
-        slot->speculative = true;
-        ++out_.n_spec_calls;
-        start_call(slot);
-        spec_slots_.push_back(std::move(slot));
-    }
-}
-
-// The speculative call the model's call matches exactly (name and minified
-// arguments), now the model's; null when none does.
-std::shared_ptr<call_slot> runner::take_speculative(const std::string& name, const std::string& arguments_json, int index) {
-    if (spec_slots_.empty()) return nullptr;
-    auto args = json::minify(arguments_json, "call");
-    if (!args) return nullptr;
-    for (auto it = spec_slots_.begin(); it != spec_slots_.end(); ++it) {
-        auto slot = *it;
-        if (slot->rec.name != name || slot->rec.arguments != *args) continue;
-        spec_slots_.erase(it);
-        slot->speculative = false;
-        slot->rec.step = turn_step_;
-        slot->rec.call_id = "call_" + std::to_string(turn_step_) + "_" + std::to_string(index);
-        ++out_.n_spec_hits;
-        out_.spec_saved_ms += (slot->finished ? slot->rec.end_ms : now_ms()) - slot->rec.start_ms;
-        if (env_.observer) env_.observer->on_tool_start(slot->rec);
-        if (slot->finished) record_call(*slot);
-        return slot;
-    }
-    return nullptr;
-}
-
-// Predictions the model did not make are cancelled and forgotten.
-void runner::discard_speculative() {
-    for (auto& slot : spec_slots_) {
-        slot->cancel.store(true);
-        if (!slot->finished) finish_call(slot, false, slot->rec.name + ": speculative call discarded");
-    }
-    spec_slots_.clear();
-}
-
-void runner::stop_work() {
-    if (current_request_ != 0) env_.host->eng().cancel(current_request_);
-    for (auto& w : live_calls_) {
-        if (auto slot = w.lock(); slot && !slot->finished) {
-            slot->cancel.store(true);
-            finish_call(slot, false, slot->rec.name + ": cancelled");
-        }
-    }
-}
-
-void runner::watch_cancel() {
-    watch_.expires_after(std::chrono::milliseconds(50));
-    watch_.async_wait([this, self = shared_from_this()](boost::system::error_code ec) {
-        if (ec || done_) return;
-        if (env_.cancel && env_.cancel->load()) {
-            stop_work();
-            return;
-        }
-        watch_cancel();
-    });
-}
-
-void runner::start_call(const std::shared_ptr<call_slot>& slot) {
-    slot->rec.start_ms = now_ms();
-    live_calls_.push_back(slot);
-    if (env_.observer && !slot->speculative) env_.observer->on_tool_start(slot->rec);
-    int64_t timeout_ms = agent_->budgets.tool_timeout_ms;
-    for (const auto& t : agent_->tools)
-        if (t.name == slot->rec.name && t.timeout_ms) timeout_ms = *t.timeout_ms;
-    slot->timeout.expires_after(std::chrono::milliseconds(timeout_ms));
-    slot->timeout.async_wait([this, self = shared_from_this(), slot, timeout_ms](boost::system::error_code ec) {
-        if (ec || slot->finished) return;
-        slot->cancel.store(true);
-        finish_call(slot, false, slot->rec.name + ": timed out after " + std::to_string(timeout_ms) + " ms");
-    });
-    const double delay_ms = sample_latency();
-    if (delay_ms > 0) {
-        slot->latency = std::make_unique<asio::steady_timer>(ex_, std::chrono::microseconds(static_cast<int64_t>(delay_ms * 1000)));
-        slot->latency->async_wait([this, self = shared_from_this(), slot](boost::system::error_code ec) {
-            if (!ec && !slot->finished) run_call(slot);
-        });
-    } else {
-        run_call(slot);
-    }
-}
-
-double runner::sample_latency() {
-    const tool_latency& l = req_.latency;
-    if (l.median_ms <= 0) return 0;
-    const double sigma = l.p95_ms > l.median_ms ? std::log(l.p95_ms / l.median_ms) / 1.6448536 : 0.0;
-    std::normal_distribution<double> z(0.0, 1.0);
-    return l.median_ms * std::exp(sigma * z(latency_rng_));
-}
-
-void runner::run_call(const std::shared_ptr<call_slot>& slot) {
-    auto ex = ex_;
-    // The pool thread holds the runner alive: a timed-out call may finish after the run.
-    asio::post(*env_.tool_pool, [this, self = shared_from_this(), slot, ex] {
-        tools::call_context ctx{&slot->cancel};
-        result<std::string> r = make_error(errc::internal, "tool threw");
-        try {
-            r = slot->tool->invoke(slot->rec.arguments, ctx);
-        } catch (const std::exception& e) {
-            r = make_error(errc::internal, slot->rec.name + ": internal error: " + e.what());
-        }
-        // A call cut off meanwhile (timeout, discarded prediction, cancel) is
-        // finished already: nothing to deliver, and the run may be over.
-        if (slot->cancel.load()) return;
-        asio::post(ex, [this, self, slot, r = std::move(r)]() mutable {
-            if (r) finish_call(slot, true, std::move(r).value());
-            else finish_call(slot, false, r.err().message);
-        });
-    });
-}
-
-asio::awaitable<void> runner::await_calls(const std::vector<std::shared_ptr<call_slot>>& calls) {
-    for (const auto& c : calls) co_await c->done.wait();
-}
 
 void runner::handle_events() {
     for (auto& ev : events_) {
@@ -805,7 +530,7 @@ asio::awaitable<run_outcome> runner::run() {
     }
 }
 
-}  // namespace
+}  // namespace agent_detail
 
 journal::model_turn_event journal_event(const run_turn& t) {
     journal::model_turn_event e;
@@ -835,9 +560,9 @@ journal::tool_call_event journal_event(const run_tool_call& c) {
     return e;
 }
 
-asio::awaitable<run_outcome> run_agent(run_environment env, run_request request) {
-    auto ex = co_await asio::this_coro::executor;
-    auto r = std::make_shared<runner>(std::move(env), std::move(request), ex);
+boost::asio::awaitable<run_outcome> run_agent(run_environment env, run_request request) {
+    auto ex = co_await boost::asio::this_coro::executor;
+    auto r = std::make_shared<agent_detail::runner>(std::move(env), std::move(request), ex);
     try {
         co_return co_await r->run();
     } catch (const std::exception& e) {
