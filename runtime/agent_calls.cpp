@@ -75,6 +75,7 @@ std::shared_ptr<call_slot> runner::take_speculative(const std::string& name, con
         if (slot->rec.name != name || slot->rec.arguments != *args) continue;
         spec_slots_.erase(it);
         slot->speculative = false;
+        slot->rec.speculative = true;
         slot->rec.step = turn_step_;
         slot->rec.call_id = "call_" + std::to_string(turn_step_) + "_" + std::to_string(index);
         ++out_.n_spec_hits;

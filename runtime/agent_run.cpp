@@ -557,6 +557,7 @@ journal::tool_call_event journal_event(const run_tool_call& c) {
     e.result = c.ok ? c.result : std::string();
     e.error = c.ok ? std::string() : c.result;
     e.early = c.early;
+    e.speculative = c.speculative;
     return e;
 }
 

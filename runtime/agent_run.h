@@ -77,6 +77,7 @@ struct run_tool_call {
     double start_ms = 0, end_ms = 0;
     bool ok = false;
     bool early = false;
+    bool speculative = false;  // served by a call started from a prediction, before the model wrote it
     std::string result;  // what the model reads (the error text when !ok)
 };
 

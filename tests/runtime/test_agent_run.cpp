@@ -327,9 +327,16 @@ TEST_CASE("speculative tools: a call the agent's earlier runs always made starts
     CHECK(out.calls[0].call_id == "call_1_0");
     CHECK(out.calls[0].start_ms < out.turns[0].end_ms);
     CHECK(out.calls[0].result.find("checkout") != std::string::npos);
+    CHECK(out.calls[0].speculative);
+    CHECK_FALSE(out.calls[1].speculative);
     auto log = journal::read_journal(out.journal_path);
     REQUIRE(log.ok());
     CHECK(log->warnings.empty());
+    // the journal says which call a prediction served
+    int n_speculative = 0;
+    for (const auto& e : log->events)
+        if (const auto* c = std::get_if<journal::tool_call_event>(&e.body)) n_speculative += c->speculative ? 1 : 0;
+    CHECK(n_speculative == 1);
 }
 
 TEST_CASE("speculative tools: a prediction the model does not make is discarded, never shown to it") {
