@@ -322,31 +322,21 @@ void attend_rows(const attention_args& shared, const attention_row* rows, int n_
         return;
 #endif
 #if TACHYON_ATTENTION_AVX2
-    if (shared.block_size == 16 && isa != kernel_isa::scalar && n_rows >= 2) {
+    if (shared.block_size == 16 && isa != kernel_isa::scalar && n_rows > 4) {
         // at most 4 rows keep the AVX2 accumulators in registers
-        for (int r0 = 0; r0 < n_rows;) {
-            const int n = std::min(4, n_rows - r0);
-            bool done = false;
-            switch (head_dim) {
-                case 8: done = attend_rows_hd<8>(shared, rows + r0, n, isa); break;
-                case 16: done = attend_rows_hd<16>(shared, rows + r0, n, isa); break;
-                case 32: done = attend_rows_hd<32>(shared, rows + r0, n, isa); break;
-                case 64: done = attend_rows_hd<64>(shared, rows + r0, n, isa); break;
-                default: break;
-            }
-            if (!done) {  // one row, or a head dimension without a fixed version
-                for (int r = r0; r < r0 + n; ++r) {
-                    attention_args a = shared;
-                    a.q = rows[r].q;
-                    a.n_pos = rows[r].n_pos;
-                    a.scores = rows[r].scores;
-                    a.out = rows[r].out;
-                    attend(a, head_dim, isa);
-                }
-            }
-            r0 += n;
-        }
+        for (int r0 = 0; r0 < n_rows; r0 += 4) attend_rows(shared, rows + r0, std::min(4, n_rows - r0), head_dim, isa);
         return;
+    }
+    if (shared.block_size == 16 && isa != kernel_isa::scalar && n_rows >= 2) {
+        bool done = false;
+        switch (head_dim) {
+            case 8: done = attend_rows_hd<8>(shared, rows, n_rows, isa); break;
+            case 16: done = attend_rows_hd<16>(shared, rows, n_rows, isa); break;
+            case 32: done = attend_rows_hd<32>(shared, rows, n_rows, isa); break;
+            case 64: done = attend_rows_hd<64>(shared, rows, n_rows, isa); break;
+            default: break;
+        }
+        if (done) return;
     }
 #endif
     for (int r = 0; r < n_rows; ++r) {

@@ -57,6 +57,15 @@ TACHYON_AVX512 inline __m512 tile_sums(const __m512 (&acc)[4][4]) {
                          _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
 }
 
+// Writes the 16 sums of a 4 x 4 tile (rows r.., tokens t..) to y.
+TACHYON_AVX512 inline void store_tile_sums(const __m512 (&acc)[4][4], const gemm_args& a, int64_t r, int64_t t) {
+    const __m512 s = tile_sums(acc);
+    _mm_storeu_ps(a.y + (t + 0) * a.ldy + r, _mm512_castps512_ps128(s));
+    _mm_storeu_ps(a.y + (t + 1) * a.ldy + r, _mm512_extractf32x4_ps(s, 1));
+    _mm_storeu_ps(a.y + (t + 2) * a.ldy + r, _mm512_extractf32x4_ps(s, 2));
+    _mm_storeu_ps(a.y + (t + 3) * a.ldy + r, _mm512_extractf32x4_ps(s, 3));
+}
+
 struct load16_f32 {
     using elem = float;
     TACHYON_AVX512 static __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
@@ -111,11 +120,7 @@ struct float_tile512 {
         }
         if constexpr (RM == 4 && RN == 4) {
             if (k == n) {
-                const __m512 s = tile_sums(acc);
-                _mm_storeu_ps(a.y + (t + 0) * a.ldy + r, _mm512_castps512_ps128(s));
-                _mm_storeu_ps(a.y + (t + 1) * a.ldy + r, _mm512_extractf32x4_ps(s, 1));
-                _mm_storeu_ps(a.y + (t + 2) * a.ldy + r, _mm512_extractf32x4_ps(s, 2));
-                _mm_storeu_ps(a.y + (t + 3) * a.ldy + r, _mm512_extractf32x4_ps(s, 3));
+                store_tile_sums(acc, a, r, t);
                 return;
             }
         }
@@ -207,11 +212,7 @@ struct q8_tile512 {
             }
         }
         if constexpr (RM == 4 && RN == 4) {
-            const __m512 s = tile_sums(acc);
-            _mm_storeu_ps(a.y + (t + 0) * a.ldy + r, _mm512_castps512_ps128(s));
-            _mm_storeu_ps(a.y + (t + 1) * a.ldy + r, _mm512_extractf32x4_ps(s, 1));
-            _mm_storeu_ps(a.y + (t + 2) * a.ldy + r, _mm512_extractf32x4_ps(s, 2));
-            _mm_storeu_ps(a.y + (t + 3) * a.ldy + r, _mm512_extractf32x4_ps(s, 3));
+            store_tile_sums(acc, a, r, t);
         } else {
 #pragma GCC unroll 16
             for (int i = 0; i < RM; ++i)
