@@ -147,7 +147,8 @@ constexpr detail::type_kernels scalar_q4_k{gemm_by_dot<dot_q4_k>, dot_q4_k, quan
 constexpr detail::type_kernels scalar_q6_k{gemm_by_dot<dot_q6_k>, dot_q6_k, quantize_q8_k};
 
 const detail::type_kernels& kernels_of(kernel_isa isa, tensor_type weight) {
-    const detail::type_kernels* k = isa >= kernel_isa::avx512     ? detail::avx512_kernels(weight)
+    const detail::type_kernels* k = isa >= kernel_isa::amx        ? detail::amx_kernels(weight)
+                                    : isa >= kernel_isa::avx512 ? detail::avx512_kernels(weight)
                                     : isa >= kernel_isa::avx_vnni ? detail::avx_vnni_kernels(weight)
                                     : isa == kernel_isa::avx2   ? detail::avx2_kernels(weight)
                                                                 : detail::scalar_kernels(weight);
@@ -183,6 +184,7 @@ std::string_view to_string(kernel_isa isa) {
         case kernel_isa::avx2: return "avx2";
         case kernel_isa::avx_vnni: return "avx_vnni";
         case kernel_isa::avx512: return "avx512";
+        case kernel_isa::amx: return "amx";
         default: return "scalar";
     }
 }
@@ -212,18 +214,31 @@ bool cpu_has_avx512() {
     return (lo & 0xE6u) == 0xE6u;
 }
 
-kernel_isa select_isa(const char* env_value, bool has_avx2, bool has_avx_vnni, bool has_avx512) {
+bool cpu_has_amx() {
+    static const bool granted = [] {
+        if (!cpu_has_avx512()) return false;
+        // CPUID leaf 7, sub-leaf 0, EDX bits 24 (AMX-TILE) and 25 (AMX-INT8).
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+        if (((edx >> 24) & 3u) != 3u) return false;
+        return detail::os_grants_amx();
+    }();
+    return granted;
+}
+
+kernel_isa select_isa(const char* env_value, bool has_avx2, bool has_avx_vnni, bool has_avx512, bool has_amx) {
     const std::string_view env = env_value != nullptr ? env_value : "";
     if (env == "scalar") return kernel_isa::scalar;
     if (!has_avx2) return kernel_isa::scalar;
     if (env == "avx2" || !has_avx_vnni) return kernel_isa::avx2;
     if (env == "avx_vnni" || !has_avx512) return kernel_isa::avx_vnni;
-    return kernel_isa::avx512;
+    if (env == "avx512" || !has_amx) return kernel_isa::avx512;
+    return kernel_isa::amx;
 }
 
 kernel_isa default_isa() {
     static const kernel_isa isa =
-        select_isa(std::getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni(), cpu_has_avx512());
+        select_isa(std::getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni(), cpu_has_avx512(), cpu_has_amx());
     return isa;
 }
 

@@ -3,6 +3,8 @@
 // AVX-VNNI path (AVX2 plus 256-bit dpbusd for q8_0 / q4_0) chosen at run time
 // (the binary itself stays plain x86-64). The avx512 level adds AVX-512
 // versions where they pay (attention); elsewhere it runs the AVX-VNNI ones.
+// The amx level multiplies q8_0 / q4_0 batches of 32 tokens and more on AMX
+// tiles (prompt processing), and runs the AVX-512 kernels otherwise.
 //
 // Weights are used in place in their GGUF encoding. Activations are f32 for
 // f32/f16/bf16 weights and are quantized once per matmul call for the
@@ -23,7 +25,7 @@ namespace tachyon {
 
 // Ordered: each set includes the one before (avx_vnni runs the avx2 kernels
 // wherever it has none of its own, avx512 the avx_vnni ones).
-enum class kernel_isa { scalar, avx2, avx_vnni, avx512 };
+enum class kernel_isa { scalar, avx2, avx_vnni, avx512, amx };
 
 std::string_view to_string(kernel_isa isa);
 
@@ -33,15 +35,20 @@ bool cpu_has_avx2();
 bool cpu_has_avx_vnni();
 // True when the CPU also has AVX-512 F, BW, DQ, VL and VNNI (and the OS saves zmm state).
 bool cpu_has_avx512();
+// True when the CPU also has AMX-TILE and AMX-INT8 and the OS grants this
+// process the tile state (asked for once, on the first call).
+bool cpu_has_amx();
 
 // The kernels to use given the value of TACHYON_KERNELS (nullptr when unset)
 // and the CPU: "scalar" forces the reference kernels, "avx2" the AVX2 ones
-// without VNNI, "avx_vnni" no AVX-512; unset, empty or "auto" pick the best
-// the CPU has. A set the CPU lacks, or an unknown value, falls back to auto.
-kernel_isa select_isa(const char* env_value, bool has_avx2, bool has_avx_vnni = false, bool has_avx512 = false);
+// without VNNI, "avx_vnni" no AVX-512, "avx512" no AMX; unset, empty or
+// "auto" pick the best the CPU has. A set the CPU lacks, or an unknown value,
+// falls back to auto.
+kernel_isa select_isa(const char* env_value, bool has_avx2, bool has_avx_vnni = false, bool has_avx512 = false,
+                      bool has_amx = false);
 
 // select_isa(getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni(),
-// cpu_has_avx512()), decided once.
+// cpu_has_avx512(), cpu_has_amx()), decided once.
 kernel_isa default_isa();
 
 // True for the weight types matmul and vec_dot handle: f32, f16, bf16,

@@ -35,5 +35,9 @@ const type_kernels* avx2_kernels(tensor_type weight);
 const type_kernels* avx_vnni_kernels(tensor_type weight);
 // AVX-512: its own float-weight kernels, the AVX-VNNI ones otherwise.
 const type_kernels* avx512_kernels(tensor_type weight);
+// AMX: its own q8_0 / q4_0 matmul for large batches, AVX-512 otherwise.
+const type_kernels* amx_kernels(tensor_type weight);
+// Asks Linux for the AMX tile state; true when granted.
+bool os_grants_amx();
 
 }  // namespace tachyon::detail

@@ -75,6 +75,7 @@ std::vector<kernel_isa> simd_isas() {
     if (cpu_has_avx2()) v.push_back(kernel_isa::avx2);
     if (cpu_has_avx_vnni()) v.push_back(kernel_isa::avx_vnni);
     if (cpu_has_avx_vnni() && cpu_has_avx512()) v.push_back(kernel_isa::avx512);
+    if (cpu_has_avx_vnni() && cpu_has_amx()) v.push_back(kernel_isa::amx);
     return v;
 }
 
@@ -98,11 +99,16 @@ TEST_CASE("TACHYON_KERNELS=scalar selects the reference kernels") {
     CHECK(select_isa("avx_vnni", true, true, true) == kernel_isa::avx_vnni);
     CHECK(select_isa("avx2", true, true, true) == kernel_isa::avx2);
     CHECK(select_isa(nullptr, true, false, true) == kernel_isa::avx2);
+    CHECK(select_isa(nullptr, true, true, true, true) == kernel_isa::amx);
+    CHECK(select_isa("avx512", true, true, true, true) == kernel_isa::avx512);
+    CHECK(select_isa("amx", true, true, true, false) == kernel_isa::avx512);  // granted by the OS or not at all
+    CHECK(select_isa(nullptr, true, true, false, true) == kernel_isa::avx_vnni);
     CHECK(default_isa() ==
-          select_isa(std::getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni(), cpu_has_avx512()));
+          select_isa(std::getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni(), cpu_has_avx512(), cpu_has_amx()));
     CHECK(to_string(kernel_isa::scalar) == "scalar");
     CHECK(to_string(kernel_isa::avx_vnni) == "avx_vnni");
     CHECK(to_string(kernel_isa::avx512) == "avx512");
+    CHECK(to_string(kernel_isa::amx) == "amx");
     CHECK(kernel_context(2, kernel_isa::scalar).isa() == kernel_isa::scalar);
 }
 
@@ -239,7 +245,8 @@ TEST_CASE("matmul matches a double-precision reference for every type, batch siz
 }
 
 TEST_CASE("q8_0 and q4_0 matmul tiles match the scalar matmul on every edge of the tile") {
-    // Rows and tokens that leave partial 4 x 2 tiles, an odd number of blocks.
+    // Rows and tokens that leave partial 4 x 2 tiles (and 16 x 16 AMX tiles),
+    // an odd number of blocks.
     const int64_t n_rows = 37, n_cols = 13 * qk_32;
     for (kernel_isa isa : simd_isas()) {
         kernel_context simd(1, isa), ref(1, kernel_isa::scalar);
@@ -248,7 +255,7 @@ TEST_CASE("q8_0 and q4_0 matmul tiles match the scalar matmul on every edge of t
             std::vector<float> wf(static_cast<size_t>(n_rows * n_cols));
             for (int64_t r = 0; r < n_rows; ++r)
                 dequantize_row(type, w.data() + r * row_size(type, n_cols), wf.data() + r * n_cols, n_cols);
-            for (int64_t n_tokens : {1, 3, 17, 64}) {
+            for (int64_t n_tokens : {1, 3, 17, 35, 64}) {
                 CAPTURE(to_string(isa));
                 CAPTURE(to_string(type));
                 CAPTURE(n_tokens);
