@@ -1,20 +1,18 @@
-// The q8_0 / q4_0 matmul on AMX tiles (AMX-INT8): a tile multiply of 16
-// tokens x 32 bytes by 32 bytes x 16 weight rows gives one block's 256
-// integer dot products in one instruction, where AVX-512 spends 64 dpbusd.
-// Each block has its own scales, so the int32 results are written out once
-// per block and scaled into 16 float accumulators with AVX-512 (convert,
-// scale product, FMA per 16 sums) - the part that bounds the speed here.
+// The q8_0 / q4_0 matmul on AMX tiles (AMX-INT8): one tile multiply of
+// 16 weight rows x 32 bytes by 32 bytes x 16 tokens gives one block's 256
+// integer dot products, where AVX-512 spends 64 dpbusd. Each block has its
+// own scales, so the int32 results are written out once per block and scaled
+// into 16 float accumulators with AVX-512 (convert, scale product, FMA per 16
+// sums) - the part that bounds the speed here.
 //
-// The activations (q8_0 blocks, 16 token rows) load into a tile as they are,
-// with the row stride as the tile stride. The weights must be in the tile's
-// "VNNI" order (row k/4 holds bytes 4(k/4)..4(k/4)+3 of each of the 16 weight
-// rows): each group of 16 rows is repacked once per call into a small buffer
-// (q4_0 nibbles unpacked to signed bytes on the way) and serves every token
-// tile. The GGUF mapping itself is never written or copied whole.
+// q8_0 weight rows load into a tile as they are, straight from the mapping,
+// with the row size as the tile stride; q4_0 rows are unpacked to signed
+// bytes per group of 16 rows first. The activations go once per call into the
+// tile's "VNNI" order (row k/4 holds bytes 4(k/4)..4(k/4)+3 of each of 16
+// tokens), zero-padded to whole tiles of 16 tokens.
 //
-// A last token tile of fewer than 16 runs padded with zero rows; rows that do
-// not fill a group of 16, and batches too small to pay for the repacking,
-// run the AVX-512 kernels.
+// Rows that do not fill a group of 16, and batches too small to pay for the
+// tile set-up, run the AVX-512 kernels.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
@@ -28,7 +26,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "inference/fp16.h"
 #include "inference/kernels_internal.h"
 #include "inference/quant.h"
 
@@ -58,9 +55,9 @@ struct alignas(64) tile_config {
 // loads must be stored before this.
 inline void memory_barrier(const void* p) { __asm__ volatile("" : : "r"(p) : "memory"); }
 
-// tmm0, tmm1: int32 results (16 tokens x 16 rows) of blocks b and b + 1;
-// tmm2, tmm3: activations (16 tokens x 32 bytes); tmm4, tmm5: weights
-// (8 rows of 4 bytes x 16 weight rows).
+// tmm0, tmm1: int32 results (16 weight rows x 16 tokens) of blocks b and
+// b + 1; tmm2, tmm3: weights (16 rows x 32 bytes); tmm4, tmm5: activations
+// (8 rows of 16 tokens x 4 bytes).
 TACHYON_AMX void configure_tiles() {
     tile_config c;
     for (int i : {0, 1}) c.rows[i] = tile, c.colsb[i] = tile * 4;
@@ -70,110 +67,191 @@ TACHYON_AMX void configure_tiles() {
     _tile_loadconfig(&c);
 }
 
-// One group of 16 weight rows in tile order: per block, 8 x 64 bytes of
-// quants and the 16 rows' scales as floats.
-struct packed_rows {
-    std::vector<int8_t> quants;  // [n_blocks][8][16 rows][4]
-    std::vector<float> scales;   // [n_blocks][16 rows]
+// The activations of up to 16 tokens in B-tile order, zero past the last
+// token: per block, 8 rows of (16 tokens x 4 bytes), and the tokens' scales
+// as floats.
+struct packed_tokens {
+    std::vector<int8_t> quants;  // [token tile][block][8][16 tokens][4]
+    std::vector<float> scales;   // [token tile][block][16 tokens]
 };
 
-// The 16 rows' fp16 scales of block b (each at the start of its block).
-TACHYON_AMX inline __m512 row_scales(const std::byte* first, __m512i row_offsets) {
-    const __m512i d = _mm512_i32gather_epi32(row_offsets, first, 1);
+// Offsets of 16 rows of `stride` bytes.
+TACHYON_AMX inline __m512i row_offsets(size_t stride) {
+    return _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                              _mm512_set1_epi32(static_cast<int>(stride)));
+}
+
+// The fp16 scales at the start of a block in each of 16 rows, as floats
+// (0 in the lanes `valid` leaves out).
+TACHYON_AMX inline __m512 block_scales(const std::byte* first, __m512i rows, __mmask16 valid = 0xffff) {
+    const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, rows, first, 1);
     return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d));
 }
 
-TACHYON_AMX void pack_q8_0(const gemm_args& a, int64_t r, int64_t n_blocks, packed_rows& p) {
-    const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                            _mm512_set1_epi32(static_cast<int>(a.w_row_bytes)));
-    const std::byte* w = a.w + r * a.w_row_bytes;
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        const std::byte* block = w + b * sizeof(block_q8_0);
-        _mm512_storeu_ps(p.scales.data() + b * tile, row_scales(block, rows));
-        int8_t* out = p.quants.data() + b * (qk_32 * tile);
-        for (int k4 = 0; k4 < qk_32 / 4; ++k4) {
-            const __m512i q = _mm512_i32gather_epi32(rows, block + offsetof(block_q8_0, qs) + 4 * k4, 1);
-            _mm512_storeu_si512(out + k4 * 64, q);
+TACHYON_AMX void pack_tokens(const gemm_args& a, int64_t n_blocks, packed_tokens& p) {
+    const int64_t n_tiles = (a.n_tokens + tile - 1) / tile;
+    p.quants.resize(static_cast<size_t>(n_tiles * n_blocks * qk_32 * tile));
+    p.scales.resize(static_cast<size_t>(n_tiles * n_blocks * tile));
+    const __m512i rows = row_offsets(a.x_row_bytes);
+    for (int64_t i = 0; i < n_tiles; ++i) {
+        const int64_t n = std::min<int64_t>(tile, a.n_tokens - i * tile);
+        const auto valid = static_cast<__mmask16>((1u << n) - 1);
+        const std::byte* x = a.x + i * tile * a.x_row_bytes;
+        int8_t* q = p.quants.data() + i * n_blocks * qk_32 * tile;
+        float* d = p.scales.data() + i * n_blocks * tile;
+        for (int64_t b = 0; b < n_blocks; ++b) {
+            const std::byte* block = x + b * sizeof(block_q8_0);
+            _mm512_storeu_ps(d + b * tile, block_scales(block, rows, valid));
+            for (int k4 = 0; k4 < qk_32 / 4; ++k4) {
+                const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, rows,
+                                                              block + offsetof(block_q8_0, qs) + 4 * k4, 1);
+                _mm512_storeu_si512(q + (b * qk_32 / 4 + k4) * 64, v);
+            }
         }
     }
     memory_barrier(p.quants.data());
 }
 
-TACHYON_AMX void pack_q4_0(const gemm_args& a, int64_t r, int64_t n_blocks, packed_rows& p) {
-    const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                            _mm512_set1_epi32(static_cast<int>(a.w_row_bytes)));
+// 16 weight rows as A tiles: where block b's 16 x 32 signed bytes are
+// (`stride` apart), and the rows' scales as floats, [block][16 rows].
+struct weight_rows {
+    const std::byte* quants = nullptr;  // block b at quants + b * block_bytes
+    size_t block_bytes = 0;
+    size_t stride = 0;
+    std::vector<float> scales;
+    std::vector<int8_t> unpacked;  // q4_0: [16 rows][n_cols]
+};
+
+TACHYON_AMX void scales_of_rows(const gemm_args& a, int64_t r, int64_t n_blocks, size_t block_bytes, weight_rows& w) {
+    w.scales.resize(static_cast<size_t>(n_blocks * tile));
+    const __m512i rows = row_offsets(a.w_row_bytes);
+    const std::byte* first = a.w + r * a.w_row_bytes;
+    for (int64_t b = 0; b < n_blocks; ++b) _mm512_storeu_ps(w.scales.data() + b * tile, block_scales(first + b * block_bytes, rows));
+}
+
+// q8_0 rows load as they are.
+TACHYON_AMX void rows_q8_0(const gemm_args& a, int64_t r, int64_t n_blocks, weight_rows& w) {
+    scales_of_rows(a, r, n_blocks, sizeof(block_q8_0), w);
+    w.quants = a.w + r * a.w_row_bytes + offsetof(block_q8_0, qs);
+    w.block_bytes = sizeof(block_q8_0);
+    w.stride = a.w_row_bytes;
+}
+
+// q4_0 rows are unpacked to signed bytes, four rows per register: element
+// j < 16 of a block is the low nibble of byte j, element j + 16 its high one.
+TACHYON_AMX void rows_q4_0(const gemm_args& a, int64_t r, int64_t n_blocks, weight_rows& w) {
+    scales_of_rows(a, r, n_blocks, sizeof(block_q4_0), w);
+    const int64_t n_cols = a.n_cols;
+    w.unpacked.resize(static_cast<size_t>(tile * n_cols));
     const __m512i low = _mm512_set1_epi8(0x0f), eight = _mm512_set1_epi8(8);
-    const std::byte* w = a.w + r * a.w_row_bytes;
-    for (int64_t b = 0; b < n_blocks; ++b) {
-        const std::byte* block = w + b * sizeof(block_q4_0);
-        _mm512_storeu_ps(p.scales.data() + b * tile, row_scales(block, rows));
-        int8_t* out = p.quants.data() + b * (qk_32 * tile);
-        // Element j < 16 is the low nibble of byte j, element j + 16 its high nibble.
-        for (int k4 = 0; k4 < qk_32 / 8; ++k4) {
-            const __m512i q = _mm512_i32gather_epi32(rows, block + offsetof(block_q4_0, qs) + 4 * k4, 1);
-            _mm512_storeu_si512(out + k4 * 64, _mm512_sub_epi8(_mm512_and_si512(q, low), eight));
-            _mm512_storeu_si512(out + (k4 + 4) * 64, _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(q, 4), low), eight));
+    // [lo0 hi0 lo1 hi1] and [lo2 hi2 lo3 hi3] in 128-bit lanes (qwords 8+ pick from hi)
+    const __m512i rows01 = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0), rows23 = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+    for (int i = 0; i < tile; i += 4) {
+        const std::byte* src[4];
+        for (int k = 0; k < 4; ++k) src[k] = a.w + (r + i + k) * a.w_row_bytes + offsetof(block_q4_0, qs);
+        int8_t* dst = w.unpacked.data() + i * n_cols;
+        for (int64_t b = 0; b < n_blocks; ++b) {
+            const size_t o = b * sizeof(block_q4_0);
+            __m512i q = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src[0] + o)));
+            q = _mm512_inserti32x4(q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src[1] + o)), 1);
+            q = _mm512_inserti32x4(q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src[2] + o)), 2);
+            q = _mm512_inserti32x4(q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(src[3] + o)), 3);
+            const __m512i lo = _mm512_sub_epi8(_mm512_and_si512(q, low), eight);
+            const __m512i hi = _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(q, 4), low), eight);
+            const __m512i r01 = _mm512_permutex2var_epi64(lo, rows01, hi), r23 = _mm512_permutex2var_epi64(lo, rows23, hi);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + b * qk_32), _mm512_castsi512_si256(r01));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + n_cols + b * qk_32), _mm512_extracti64x4_epi64(r01, 1));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 2 * n_cols + b * qk_32), _mm512_castsi512_si256(r23));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 3 * n_cols + b * qk_32), _mm512_extracti64x4_epi64(r23, 1));
         }
     }
-    memory_barrier(p.quants.data());
+    memory_barrier(w.unpacked.data());
+    w.quants = reinterpret_cast<const std::byte*>(w.unpacked.data());
+    w.block_bytes = qk_32;
+    w.stride = static_cast<size_t>(n_cols);
 }
 
-// Adds block b's int32 results (c: 16 tokens x 16 rows) times the scale
-// products into acc (token i's 16 rows in acc[i]).
-TACHYON_AMX inline void scale_into(__m512 (&acc)[tile], const int32_t* c, const float* dx, __m512 dw) {
+// Adds block b's int32 results (c: 16 rows x 16 tokens) times the scale
+// products into acc (row i's 16 tokens in acc[i]).
+TACHYON_AMX inline void scale_into(__m512 (&acc)[tile], const int32_t* c, const float* dw, __m512 dx) {
 #pragma GCC unroll 16
     for (int i = 0; i < tile; ++i) {
         const __m512 s = _mm512_cvtepi32_ps(_mm512_load_si512(c + i * tile));
-        acc[i] = _mm512_fmadd_ps(s, _mm512_mul_ps(dw, _mm512_set1_ps(dx[i])), acc[i]);
+        acc[i] = _mm512_fmadd_ps(s, _mm512_mul_ps(dx, _mm512_set1_ps(dw[i])), acc[i]);
     }
 }
 
-// Tokens t.. t + 15 against the 16 packed rows r.. r + 15. dx holds the
-// tokens' activation scales as [n_blocks][16].
-TACHYON_AMX void tile_tokens(const gemm_args& a, const packed_rows& p, const float* dx, int64_t n_blocks, int64_t r,
-                             int64_t t) {
-    alignas(64) int32_t c[2][tile * tile];
+// v[i] = row i of a 16 x 16 matrix; afterwards v[j] = its column j.
+TACHYON_AMX inline void transpose16(__m512 (&v)[tile]) {
+    __m512 t[tile], u[tile];
+#pragma GCC unroll 16
+    for (int i = 0; i < tile; i += 2) {
+        t[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
+    }
+    // u[4g + s]: rows 4g.. 4g + 3 of columns s, s + 4, s + 8, s + 12 (one per 128-bit lane)
+#pragma GCC unroll 16
+    for (int g = 0; g < 4; ++g) {
+        u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
+        u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
+        u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
+        u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
+    }
+#pragma GCC unroll 16
+    for (int s = 0; s < 4; ++s) {
+        const __m512 even0 = _mm512_shuffle_f32x4(u[s], u[4 + s], 0x88), even1 = _mm512_shuffle_f32x4(u[8 + s], u[12 + s], 0x88);
+        const __m512 odd0 = _mm512_shuffle_f32x4(u[s], u[4 + s], 0xdd), odd1 = _mm512_shuffle_f32x4(u[8 + s], u[12 + s], 0xdd);
+        v[s] = _mm512_shuffle_f32x4(even0, even1, 0x88);
+        v[s + 8] = _mm512_shuffle_f32x4(even0, even1, 0xdd);
+        v[s + 4] = _mm512_shuffle_f32x4(odd0, odd1, 0x88);
+        v[s + 12] = _mm512_shuffle_f32x4(odd0, odd1, 0xdd);
+    }
+}
+
+// One block's tile multiply, written to c: on tiles 0, 2, 4 or on 1, 3, 5
+// (tile numbers are part of the instruction).
+TACHYON_AMX inline void block_on_tiles_0(const std::byte* w, long w_stride, const int8_t* x, int32_t* c) {
+    _tile_zero(0);
+    _tile_loadd(2, w, w_stride);
+    _tile_loadd(4, x, 64);
+    _tile_dpbssd(0, 2, 4);
+    _tile_stored(0, c, 64);
+}
+TACHYON_AMX inline void block_on_tiles_1(const std::byte* w, long w_stride, const int8_t* x, int32_t* c) {
+    _tile_zero(1);
+    _tile_loadd(3, w, w_stride);
+    _tile_loadd(5, x, 64);
+    _tile_dpbssd(1, 3, 5);
+    _tile_stored(1, c, 64);
+}
+
+// Rows r.. r + 15 against token tile `i` (tokens 16i.., n of them). The
+// tile multiplies run two blocks ahead of the scaling: a block's results
+// take a while to come back from the tiles, and the scaling of the two
+// before it fills that time.
+TACHYON_AMX void tile_rows(const gemm_args& a, const weight_rows& w, const packed_tokens& x, int64_t n_blocks, int64_t r,
+                           int64_t i, int64_t n) {
+    alignas(64) int32_t c[4][tile * tile];  // block b's results in c[b % 4]
     __m512 acc[tile];
 #pragma GCC unroll 16
-    for (int i = 0; i < tile; ++i) acc[i] = _mm512_setzero_ps();
-    const std::byte* x = a.x + t * a.x_row_bytes + offsetof(block_q8_0, qs);
-    const auto stride = static_cast<long>(a.x_row_bytes);
-    const int8_t* wq = p.quants.data();
+    for (int k = 0; k < tile; ++k) acc[k] = _mm512_setzero_ps();
+    const int8_t* xq = x.quants.data() + i * n_blocks * qk_32 * tile;
+    const float* dx = x.scales.data() + i * n_blocks * tile;
+    const float* dw = w.scales.data();
+    const auto stride = static_cast<long>(w.stride);
+    const auto scale = [&](int64_t b) TACHYON_AMX { scale_into(acc, c[b % 4], dw + b * tile, _mm512_loadu_ps(dx + b * tile)); };
     int64_t b = 0;
     for (; b + 2 <= n_blocks; b += 2) {
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_loadd(2, x + b * sizeof(block_q8_0), stride);
-        _tile_loadd(4, wq + b * (qk_32 * tile), 64);
-        _tile_loadd(3, x + (b + 1) * sizeof(block_q8_0), stride);
-        _tile_loadd(5, wq + (b + 1) * (qk_32 * tile), 64);
-        _tile_dpbssd(0, 2, 4);
-        _tile_dpbssd(1, 3, 5);
-        _tile_stored(0, c[0], 64);
-        _tile_stored(1, c[1], 64);
-        scale_into(acc, c[0], dx + b * tile, _mm512_loadu_ps(p.scales.data() + b * tile));
-        scale_into(acc, c[1], dx + (b + 1) * tile, _mm512_loadu_ps(p.scales.data() + (b + 1) * tile));
+        block_on_tiles_0(w.quants + b * w.block_bytes, stride, xq + b * (qk_32 * tile), c[b % 4]);
+        if (b >= 2) scale(b - 2);
+        block_on_tiles_1(w.quants + (b + 1) * w.block_bytes, stride, xq + (b + 1) * (qk_32 * tile), c[(b + 1) % 4]);
+        if (b >= 2) scale(b - 1);
     }
-    if (b < n_blocks) {
-        _tile_zero(0);
-        _tile_loadd(2, x + b * sizeof(block_q8_0), stride);
-        _tile_loadd(4, wq + b * (qk_32 * tile), 64);
-        _tile_dpbssd(0, 2, 4);
-        _tile_stored(0, c[0], 64);
-        scale_into(acc, c[0], dx + b * tile, _mm512_loadu_ps(p.scales.data() + b * tile));
-    }
-#pragma GCC unroll 16
-    for (int i = 0; i < tile; ++i) _mm512_storeu_ps(a.y + (t + i) * a.ldy + r, acc[i]);
-}
-
-// The activation scales of tokens t.. t + 15 as floats, [block][16] (zero
-// past the last token).
-void token_scales(const gemm_args& a, int64_t t, int64_t n_blocks, float* dx) {
-    std::fill(dx, dx + n_blocks * tile, 0.0f);
-    for (int64_t i = 0; i < tile && t + i < a.n_tokens; ++i) {
-        const auto* xb = reinterpret_cast<const block_q8_0*>(a.x + (t + i) * a.x_row_bytes);
-        for (int64_t b = 0; b < n_blocks; ++b) dx[b * tile + i] = fp16_to_fp32(xb[b].d);
-    }
+    if (b < n_blocks) block_on_tiles_0(w.quants + b * w.block_bytes, stride, xq + b * (qk_32 * tile), c[b % 4]);
+    for (int64_t k = std::max<int64_t>(0, b - 2); k < n_blocks; ++k) scale(k);
+    transpose16(acc);
+    float* y = a.y + i * tile * a.ldy + r;
+    for (int64_t t = 0; t < n; ++t) _mm512_storeu_ps(y + t * a.ldy, acc[t]);
 }
 
 template <tensor_type T>
@@ -182,43 +260,14 @@ TACHYON_AMX void gemm_amx(const gemm_args& a, int64_t r0, int64_t r1) {
     const int64_t n_blocks = a.n_cols / qk_32;
     const int64_t n_tiles = (a.n_tokens + tile - 1) / tile;
     const int64_t r_full = r0 + (r1 - r0) / tile * tile;
-
-    // A last, partial token tile is copied into 16 rows padded with zeros
-    // (a tile load reads 16 rows) and runs like the others.
-    thread_local std::vector<std::byte> padded;
-    gemm_args last = a;
-    const int64_t t_last = (n_tiles - 1) * tile, n_last = a.n_tokens - t_last;
-    if (n_last < tile) {
-        padded.assign(static_cast<size_t>(tile) * a.x_row_bytes, std::byte{0});
-        std::copy_n(a.x + t_last * a.x_row_bytes, n_last * a.x_row_bytes, padded.data());
-        memory_barrier(padded.data());
-        last.x = padded.data();
-        last.n_tokens = n_last;
-    }
-    alignas(64) float y_last[tile * tile];
-    last.y = y_last;
-    last.ldy = tile;
-
-    thread_local std::vector<float> dx;  // [token tile][block][16]
-    dx.resize(static_cast<size_t>(n_tiles * n_blocks * tile));
-    for (int64_t i = 0; i + 1 < n_tiles; ++i) token_scales(a, i * tile, n_blocks, dx.data() + i * n_blocks * tile);
-    float* dx_last = dx.data() + (n_tiles - 1) * n_blocks * tile;
-    token_scales(last, last.x == a.x ? t_last : 0, n_blocks, dx_last);
-
-    thread_local packed_rows p;
-    p.quants.resize(static_cast<size_t>(n_blocks * qk_32 * tile));
-    p.scales.resize(static_cast<size_t>(n_blocks * tile));
+    thread_local packed_tokens x;
+    thread_local weight_rows w;
+    pack_tokens(a, n_blocks, x);
     configure_tiles();
     for (int64_t r = r0; r < r_full; r += tile) {
-        if constexpr (T == tensor_type::q8_0) pack_q8_0(a, r, n_blocks, p);
-        else pack_q4_0(a, r, n_blocks, p);
-        for (int64_t i = 0; i + 1 < n_tiles; ++i) tile_tokens(a, p, dx.data() + i * n_blocks * tile, n_blocks, r, i * tile);
-        if (n_last == tile) {
-            tile_tokens(a, p, dx_last, n_blocks, r, t_last);
-        } else {
-            tile_tokens(last, p, dx_last, n_blocks, 0, 0);
-            for (int64_t i = 0; i < n_last; ++i) std::copy_n(y_last + i * tile, tile, a.y + (t_last + i) * a.ldy + r);
-        }
+        if constexpr (T == tensor_type::q8_0) rows_q8_0(a, r, n_blocks, w);
+        else rows_q4_0(a, r, n_blocks, w);
+        for (int64_t i = 0; i < n_tiles; ++i) tile_rows(a, w, x, n_blocks, r, i, std::min<int64_t>(tile, a.n_tokens - i * tile));
     }
     _tile_release();
     // The last rows (fewer than 16), every token.
