@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "inference/fp16.h"
@@ -244,11 +245,20 @@ TEST_CASE("matmul matches a double-precision reference for every type, batch siz
     }
 }
 
+// Every SIMD kernel set with each row length.
+std::vector<std::pair<kernel_isa, int64_t>> isa_and_cols() {
+    std::vector<std::pair<kernel_isa, int64_t>> v;
+    for (kernel_isa isa : simd_isas())
+        for (int64_t n_cols : {13 * qk_32, 45 * qk_32}) v.emplace_back(isa, n_cols);
+    return v;
+}
+
 TEST_CASE("q8_0 and q4_0 matmul tiles match the scalar matmul on every edge of the tile") {
     // Rows and tokens that leave partial 4 x 2 tiles (and 16 x 16 AMX tiles),
-    // an odd number of blocks.
-    const int64_t n_rows = 37, n_cols = 13 * qk_32;
-    for (kernel_isa isa : simd_isas()) {
+    // odd numbers of blocks, and rows longer than the decode kernel's batch
+    // of 32 blocks.
+    const int64_t n_rows = 37;
+    for (const auto& [isa, n_cols] : isa_and_cols()) {
         kernel_context simd(1, isa), ref(1, kernel_isa::scalar);
         for (tensor_type type : {tensor_type::q8_0, tensor_type::q4_0}) {
             const auto w = random_weights(type, n_rows, n_cols, 21);
@@ -259,6 +269,7 @@ TEST_CASE("q8_0 and q4_0 matmul tiles match the scalar matmul on every edge of t
                 CAPTURE(to_string(isa));
                 CAPTURE(to_string(type));
                 CAPTURE(n_tokens);
+                CAPTURE(n_cols);
                 const auto x = random_floats(static_cast<size_t>(n_tokens * n_cols), 23);
                 std::vector<float> y(static_cast<size_t>(n_tokens * n_rows)), y_ref(y.size());
                 matmul(simd, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y.data());
