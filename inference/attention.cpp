@@ -1,7 +1,12 @@
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge
+// operand, which -Wuninitialized reports once inlined (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "inference/attention.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "inference/ops.h"
 
@@ -199,11 +204,48 @@ bool attend_rows_hd(const attention_args& a, const attention_row* rows, int n_ro
 #endif
 
 #if TACHYON_ATTENTION_AVX512
+// e^x as exp256 in ops.cpp computes it (same reduction and polynomial),
+// sixteen lanes at a time.
+TACHYON_AVX512 inline __m512 exp512(__m512 x) {
+    const __mmask16 underflow = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ);
+    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.3f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.0f / 720.0f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_maskz_mul_ps(static_cast<__mmask16>(~underflow), p, _mm512_castsi512_ps(e));
+}
+
+// Sum and maximum of the 16 lanes.
+TACHYON_AVX512 inline float hsum16(__m512 v) {
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+TACHYON_AVX512 inline float hmax16(__m512 v) {
+    __m256 h = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)));
+}
+
 // R rows (1..8) at once with AVX-512: a block of 16 positions is one
 // register, so a row's scores for a block take HD multiply-adds with the
 // query value broadcast from memory, and each K^T row loaded serves all R
-// rows. The weighted sum of V runs PR rows per pass, their HD / 16
-// accumulators each in registers (at most 16 of the 32).
+// rows; the rows' maxima are kept on the way. Each row's scores then become
+// e^(s - max) in one pass that also sums them. The weighted sum of V runs PR
+// rows per pass, their HD / 16 accumulators each in registers (at most 16 of
+// the 32), and is divided by the row's sum at the end (HD divisions, not
+// one per position).
 template <int HD, int R>
 TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_row* rows) {
     constexpr int BS = 16, NV = HD / 16, PR = (16 / NV) < R ? (16 / NV) : R;
@@ -213,6 +255,8 @@ TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_
         for (int d = 0; d < HD; ++d) q[r][d] = rows[r].q[d] * a.scale;
         n_max = std::max(n_max, rows[r].n_pos);
     }
+    __m512 vmax[R];
+    for (int r = 0; r < R; ++r) vmax[r] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     int j = 0;
     for (int b = 0; j < n_max; ++b) {
         const float* kt = a.k[b];
@@ -225,13 +269,32 @@ TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_
         for (int r = 0; r < R; ++r) {
             const int n = std::min(BS, rows[r].n_pos - j);
             if (n <= 0) continue;
-            _mm512_mask_storeu_ps(rows[r].scores + j, static_cast<__mmask16>((1u << n) - 1u), s[r]);
+            const auto m = static_cast<__mmask16>((1u << n) - 1u);
+            _mm512_mask_storeu_ps(rows[r].scores + j, m, s[r]);
+            vmax[r] = _mm512_mask_max_ps(vmax[r], m, vmax[r], s[r]);
         }
         j += BS;
     }
+    float inv_sum[R];
     for (int r = 0; r < R; ++r) {
-        softmax(rows[r].scores, rows[r].n_pos, kernel_isa::avx2);
-        std::fill(rows[r].scores + rows[r].n_pos, rows[r].scores + n_max, 0.0f);
+        float* x = rows[r].scores;
+        const int n = rows[r].n_pos;
+        const __m512 max = _mm512_set1_ps(hmax16(vmax[r]));
+        __m512 sum = _mm512_setzero_ps();
+        int i = 0;
+        for (; i + 16 <= n; i += 16) {
+            const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + i), max));
+            _mm512_storeu_ps(x + i, e);
+            sum = _mm512_add_ps(sum, e);
+        }
+        if (i < n) {
+            const auto m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+            const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), max));
+            _mm512_mask_storeu_ps(x + i, m, e);
+            sum = _mm512_mask_add_ps(sum, m, sum, e);
+        }
+        inv_sum[r] = 1.0f / hsum16(sum);
+        std::fill(x + n, x + n_max, 0.0f);
     }
     for (int r0 = 0; r0 < R; r0 += PR) {
         const int nr = std::min(PR, R - r0);
@@ -255,8 +318,10 @@ TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_
                 }
             }
         }
-        for (int r = 0; r < nr; ++r)
-            for (int k = 0; k < NV; ++k) _mm512_storeu_ps(rows[r0 + r].out + 16 * k, acc[r][k]);
+        for (int r = 0; r < nr; ++r) {
+            const __m512 inv = _mm512_set1_ps(inv_sum[r0 + r]);
+            for (int k = 0; k < NV; ++k) _mm512_storeu_ps(rows[r0 + r].out + 16 * k, _mm512_mul_ps(acc[r][k], inv));
+        }
     }
 }
 
