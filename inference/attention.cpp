@@ -204,14 +204,14 @@ bool attend_rows_hd(const attention_args& a, const attention_row* rows, int n_ro
 #endif
 
 #if TACHYON_ATTENTION_AVX512
-// e^x as exp256 in ops.cpp computes it (same reduction and polynomial),
-// sixteen lanes at a time.
-TACHYON_AVX512 inline __m512 exp512(__m512 x) {
-    const __mmask16 underflow = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_LT_OQ);
-    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.3f));
+// e^x for finite x <= 0 (a score minus the row's maximum), sixteen lanes at
+// a time: x = n ln2 + r with |r| <= ln2/2, e^r by its degree-6 Taylor
+// polynomial (as exp256 in ops.cpp), and scalef for the 2^n, which also
+// takes very negative x to 0 without a clamp.
+TACHYON_AVX512 inline __m512 exp512_nonpositive(__m512 x) {
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // ln2 split: exact high part
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
     __m512 p = _mm512_set1_ps(1.0f / 720.0f);
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
@@ -220,8 +220,7 @@ TACHYON_AVX512 inline __m512 exp512(__m512 x) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_maskz_mul_ps(static_cast<__mmask16>(~underflow), p, _mm512_castsi512_ps(e));
+    return _mm512_scalef_ps(p, n);
 }
 
 // Sum and maximum of the 16 lanes.
@@ -283,13 +282,13 @@ TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_
         __m512 sum = _mm512_setzero_ps();
         int i = 0;
         for (; i + 16 <= n; i += 16) {
-            const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + i), max));
+            const __m512 e = exp512_nonpositive(_mm512_sub_ps(_mm512_loadu_ps(x + i), max));
             _mm512_storeu_ps(x + i, e);
             sum = _mm512_add_ps(sum, e);
         }
         if (i < n) {
             const auto m = static_cast<__mmask16>((1u << (n - i)) - 1u);
-            const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), max));
+            const __m512 e = exp512_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), max));
             _mm512_mask_storeu_ps(x + i, m, e);
             sum = _mm512_mask_add_ps(sum, m, sum, e);
         }
