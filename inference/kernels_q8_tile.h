@@ -186,10 +186,18 @@ TACHYON_TILE_TARGET void gemm_rows(const gemm_args& a, int64_t r, int64_t t0, in
 
 // The tokens go in panels whose activations fit in L1 (~32 KiB): every row
 // tile of the range streams past one panel before the next, so activations
-// come from L1 and each weight row from L2 once per panel.
+// come from L1 and each weight row from L2 once per panel. A kernel whose
+// weights cost more to stream again than its activations cost to read from
+// L2 sets a larger K::panel_bytes.
+template <class K>
+constexpr int64_t panel_bytes() {
+    if constexpr (requires { K::panel_bytes; }) return K::panel_bytes;
+    else return int64_t{32} << 10;
+}
+
 template <class K>
 TACHYON_TILE_TARGET void gemm(const gemm_args& a, int64_t r0, int64_t r1) {
-    const int64_t panel = std::max<int64_t>(K::rn, static_cast<int64_t>((32 << 10) / a.x_row_bytes) / K::rn * K::rn);
+    const int64_t panel = std::max<int64_t>(K::rn, static_cast<int64_t>(panel_bytes<K>() / a.x_row_bytes) / K::rn * K::rn);
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
         const int64_t t1 = std::min(a.n_tokens, t0 + panel);
         int64_t r = r0;
