@@ -37,6 +37,7 @@ void runner::finish_call(const std::shared_ptr<call_slot>& slot, bool ok, std::s
 }
 
 void runner::record_call(const call_slot& slot) {
+    if (ended_) return;
     out_.calls.push_back(slot.rec);
     if (env_.observer) env_.observer->on_tool_end(slot.rec);
     if (journal_) (void)journal_->tool_call(journal_event(slot.rec));
@@ -122,6 +123,11 @@ void runner::start_call(const std::shared_ptr<call_slot>& slot) {
     slot->rec.start_ms = now_ms();
     live_calls_.push_back(slot);
     if (env_.observer && !slot->speculative) env_.observer->on_tool_start(slot->rec);
+    if (stopping()) {  // cancelled, or out of time: a call written meanwhile does not start
+        slot->cancel.store(true);
+        finish_call(slot, false, slot->rec.name + ": cancelled");
+        return;
+    }
     int64_t timeout_ms = agent_->budgets.tool_timeout_ms;
     for (const auto& t : agent_->tools)
         if (t.name == slot->rec.name && t.timeout_ms) timeout_ms = *t.timeout_ms;

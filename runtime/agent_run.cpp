@@ -275,6 +275,11 @@ asio::awaitable<std::pair<bool, std::string>> runner::verify(const std::string& 
 }
 
 void runner::finish(run_outcome& out, std::string state, std::string error) {
+    // No call outlives the run: one still running (a call dispatched from the
+    // last tokens of a cancelled turn, a prediction) is cut off and recorded
+    // now, before run_end, and a result that comes back later is dropped.
+    stop_work();
+    ended_ = true;
     out.state = std::move(state);
     out.error = std::move(error);
     out.total_ms = now_ms();

@@ -96,6 +96,7 @@ private:
     asio::steady_timer watch_;  // polls the external cancel flag (set from a signal handler or another thread)
     bool deadline_hit_ = false;
     bool done_ = false;
+    bool ended_ = false;  // run_end is written: nothing is recorded after it
     std::vector<std::weak_ptr<call_slot>> live_calls_;
     std::mt19937_64 latency_rng_;
     clock_type::time_point t0_ = clock_type::now();

@@ -265,6 +265,9 @@ TEST_CASE("cancellation stops a run in a tool wait and closes the journal") {
     REQUIRE(log.ok());
     REQUIRE(log->end() != nullptr);
     CHECK(log->end()->state == journal::run_state::cancelled);
+    // run_end is the last event: no call of the run is recorded after it
+    REQUIRE(!log->events.empty());
+    CHECK(std::holds_alternative<journal::run_end_event>(log->events.back().body));
 }
 
 TEST_CASE("without kv_retain every turn prefills the whole conversation, unless the prefix cache has it") {
