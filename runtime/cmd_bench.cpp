@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "inference/engine.h"
+#include "inference/kernels.h"
 #include "inference/model_writer.h"
 #include "runtime/cli.h"
 
@@ -127,7 +128,8 @@ int bench_decode(const cli::parsed_args& args) {
     if (args.flag("json")) {
         std::ostringstream os;
         os << "{\"model\": \"" << path << "\", \"n_params_layers\": " << hp.n_layer << ", \"n_embd\": " << hp.n_embd
-           << ", \"threads\": " << *threads << ", \"batch\": " << *batch << ", \"tests\": [";
+           << ", \"threads\": " << *threads << ", \"batch\": " << *batch << ", \"kernels\": \"" << to_string(default_isa())
+           << "\", \"tests\": [";
         for (size_t i = 0; i < results.size(); ++i) {
             os << (i ? ", " : "") << "{\"test\": \"" << results[i].name << "\", \"tokens_per_s\": " << results[i].mean()
                << ", \"stddev\": " << results[i].stddev() << ", \"samples\": [";
@@ -145,6 +147,7 @@ int bench_decode(const cli::parsed_args& args) {
         std::snprintf(tps, sizeof tps, "%.2f ± %.2f", r.mean(), r.stddev());
         std::printf("| %-28.28s | %7lld | %-10s | %18s |\n", name.c_str(), static_cast<long long>(*threads), r.name.c_str(), tps);
     }
+    std::printf("kernels: %s (TACHYON_KERNELS caps the level)\n", std::string(to_string(default_isa())).c_str());
     return 0;
 }
 
