@@ -365,6 +365,8 @@ void json_automaton::resume_parent(const frame& child) {
             break;
         case kind::array:
             if (f.stage == k_in_value) {
+                // uniqueItems: the candidate an item took is excluded for the next ones
+                if (n->s->unique_items && child.k == kind::choice && child.a < 64) f.bits |= uint64_t{1} << child.a;
                 ++f.a;
                 f.stage = k_after_value;
             }
@@ -448,7 +450,8 @@ json_automaton::step json_automaton::consume(frame& f, uint8_t c) {
             if ((f.stage == k_first || f.stage == k_need_next) && more) {
                 f.stage = k_in_value;
                 if (!push_value(item)) return step::reject;
-                top().b = f.b;  // the items' values narrowed as the array's
+                top().b = f.b;     // the items' values narrowed as the array's
+                top().bits = f.bits;  // and without the candidates earlier items took (uniqueItems)
                 return step::retry;
             }
             return step::reject;
@@ -498,11 +501,13 @@ json_automaton::step json_automaton::consume_value(frame& f, uint8_t c) {
     const int32_t node = f.id;
     const uint32_t narrowed = f.b;
     if (n.values >= 0) {
+        const uint64_t excluded_candidates = f.bits;  // set by a uniqueItems array
         const int32_t list = narrowed != 0 ? static_cast<int32_t>(narrowed - 1) : n.values;
         f = frame{};
         f.k = kind::choice;
         f.id = list;
         f.b = static_cast<uint32_t>(g_->lists_[static_cast<size_t>(list)].texts.size());
+        f.bits = excluded_candidates;
         return consume_choice(f, c);
     }
     auto become = [&](kind k, int32_t id, uint32_t pos) {

@@ -17,8 +17,10 @@
 // "x-grounded-with" to those seen on a line with the value already chosen for
 // the named sibling (one such anchor per object); numbers
 // respect minimum/maximum digit by digit (bounded numbers take no exponent
-// and at most 9 fraction digits). Not enforced while decoding (the
-// validator checks it after): "pattern".
+// and at most 9 fraction digits); in a "uniqueItems" array, an item chosen
+// from a list (enum, grounded values) cannot repeat an earlier item's choice
+// among the list's first 64 candidates. Not enforced while decoding (the
+// validator checks it after): "pattern", uniqueItems beyond that.
 //
 // The automaton is a stack of small frames, copied by value: the mask walk
 // copies it once per trie node it visits, so a frame is 32 bytes and only
@@ -148,7 +150,8 @@ private:
         uint32_t b = 0;      // choice: hi; object: property being written; value, array: 1 + the
                              // choice list narrowed by an anchor (0: the node's own)
         uint32_t pos = 0;    // choice, literal: bytes matched
-        uint64_t bits = 0;   // object: properties seen; choice: excluded candidates; number: magnitude
+        uint64_t bits = 0;   // object: properties seen; choice: excluded candidates; number: magnitude;
+                             // array (uniqueItems), value: candidates the items took
     };
     static_assert(sizeof(frame) == 32);
 

@@ -156,6 +156,9 @@ public:
                 auto child = compile(v, path + (path.empty() ? "" : ".") + "items", depth + 1);
                 if (!child.ok()) return child.err();
                 node().items = *child;
+            } else if (key == "uniqueItems") {
+                if (!v.is_bool()) return bad(key, "must be a boolean");
+                node().unique_items = v.get_bool().value();
             } else if (key == "x-grounded") {
                 if (!v.is_bool()) return bad(key, "must be a boolean");
                 node().grounded = v.get_bool().value();
@@ -250,6 +253,20 @@ public:
                 if (n.min_items && n.max_items) what += " and";
                 if (n.max_items) what += " at most " + std::to_string(*n.max_items);
                 return fail(path, "must be " + what + " items; got " + std::to_string(count));
+            }
+            if (n.unique_items) {
+                // Items compare as their minified JSON (object keys in the order written).
+                std::vector<std::string> seen;
+                size_t i = 0;
+                for (dom::element item : arr) {
+                    std::string text = simdjson::minify(item);
+                    for (const auto& s : seen)
+                        if (s == text)
+                            return fail(path + "[" + std::to_string(i) + "]", "must differ from the earlier items (uniqueItems); got " +
+                                                                                 excerpt(text) + " again");
+                    seen.push_back(std::move(text));
+                    ++i;
+                }
             }
             if (n.items >= 0) {
                 size_t i = 0;

@@ -53,6 +53,7 @@ struct schema_node {
     std::shared_ptr<const schema_pattern> pattern;
     int items = -1;                      // node index of the item schema, -1: any
     std::optional<uint64_t> min_items, max_items;
+    bool unique_items = false;           // "uniqueItems": true
     bool grounded = false;               // "x-grounded": true
     std::string grounded_with;           // "x-grounded-with": sibling property that narrows the values
 

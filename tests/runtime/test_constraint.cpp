@@ -529,6 +529,42 @@ TEST_CASE("x-grounded-with: values are narrowed to those seen on a line with the
     CHECK(c.forced_continuation().starts_with("14:05:01\""));
 }
 
+TEST_CASE("uniqueItems: an item chosen from a list cannot repeat an earlier one, also when narrowed") {
+    auto answer = schema(R"({"type": "object", "properties": {
+        "service": {"type": "string", "x-grounded": true},
+        "levels": {"type": "array", "uniqueItems": true, "items": {"enum": ["ERROR", "WARN", "WARNING"]}},
+        "evidence": {"type": "array", "uniqueItems": true, "items": {"type": "string", "x-grounded": true, "x-grounded-with": "service"}},
+        "notes": {"type": "array", "items": {"enum": ["a", "b"]}}},
+        "required": ["service"], "additionalProperties": false})", "final answer");
+    grounded_values g;
+    g.by_path["service"] = {"checkout", "payments"};
+    g.by_path["evidence[]"] = {"checkout:40", "checkout:41", "payments:12"};
+    g.texts = {"checkout:40 timeout\ncheckout:41 timeout\npayments:12 refused"};
+    auto grammar = json_grammar::build({}, answer, g);
+    REQUIRE(grammar.ok());
+    CHECK(answer_accepts(*grammar, R"({"service": "checkout", "levels": ["ERROR", "WARN", "WARNING"]})"));
+    CHECK_FALSE(answer_accepts(*grammar, R"({"service": "checkout", "levels": ["WARN", "ERROR", "WARN"]})"));
+    // a candidate that is a prefix of another ("WARN" of "WARNING") stays excluded on its own only
+    CHECK(answer_accepts(*grammar, R"({"service": "checkout", "levels": ["WARN", "WARNING"]})"));
+    CHECK_FALSE(answer_accepts(*grammar, R"({"service": "checkout", "levels": ["WARNING", "WARNING"]})"));
+    CHECK(answer_accepts(*grammar, R"({"service": "checkout", "evidence": ["checkout:41", "checkout:40"]})"));
+    CHECK_FALSE(answer_accepts(*grammar, R"({"service": "checkout", "evidence": ["checkout:40", "checkout:40"]})"));
+    // without uniqueItems, repeats stay allowed
+    CHECK(answer_accepts(*grammar, R"({"service": "checkout", "notes": ["a", "a"]})"));
+    // once one line is left, it is the forced continuation; once none is, the array must close
+    turn_constraint c(std::make_shared<const token_index>(*small_vocab().tok), *grammar);
+    c.accept_text(R"({"service": "checkout", "evidence": ["checkout:40", ")");
+    CHECK(c.forced_continuation().starts_with("checkout:41\""));
+    // the validator checks the same after decoding
+    const auto v = answer->validate(R"({"service": "checkout", "levels": ["ERROR", "ERROR"]})", &g);
+    REQUIRE_FALSE(v.ok());
+    CHECK(v.err().message.find("levels[1]") != std::string::npos);
+    CHECK(v.err().message.find("uniqueItems") != std::string::npos);
+    auto bad = json_schema::parse(R"({"type": "array", "uniqueItems": 1})", "final answer");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.err().message.find("uniqueItems") != std::string::npos);
+}
+
 TEST_CASE("x-grounded-with must name another grounded string property of the same object") {
     for (const char* bad : {
              R"({"type": "object", "properties": {"a": {"type": "string", "x-grounded": true, "x-grounded-with": "b"}}})",
