@@ -454,7 +454,24 @@ awaitable<bool> server::impl::chat(beast::tcp_stream& stream, request_t& req, se
     (*gen)->start(on_delta, on_done);
 
     if (!streamed) {
+        // Nothing is written until the completion is done, so a client that
+        // goes away is noticed by watching the socket: readable with nothing
+        // to read is the peer's close (a pipelined next request is data, left
+        // in place for the next read; a client that shuts down its sending
+        // side after the request counts as gone).
+        std::weak_ptr<openai::chat_generation> weak_gen = *gen;
+        auto& socket = stream.socket();
+        socket.async_wait(tcp::socket::wait_read, [weak_gen, &socket](boost::system::error_code ec) {
+            if (ec) return;  // cancelled: the completion finished first
+            char byte = 0;
+            boost::system::error_code peek_ec;
+            const size_t n = socket.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, peek_ec);
+            if (peek_ec || n == 0)
+                if (auto g = weak_gen.lock()) g->cancel();  // the client is gone: stop decoding for it
+        });
         co_await st->done.wait();
+        boost::system::error_code ignored;
+        socket.cancel(ignored);
         if (!*st->out) co_return co_await write(stream, error_response(req, api_error_of(500, "server_error", st->out->err().message)), route);
         co_return co_await write(stream, json_response(req, bhttp::status::ok, openai::completion_json(**st->out)), route);
     }

@@ -4,10 +4,12 @@
 // and budgets without a trained model. Used by unit tests only.
 #pragma once
 
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "inference/chat_template.h"
@@ -57,6 +59,7 @@ public:
     }
 
     void forward(tachyon::kernel_context&, const tachyon::forward_batch& batch, tachyon::kv_cache&, float* logits) override {
+        if (delay_.count() > 0) std::this_thread::sleep_for(delay_);
         std::lock_guard lock(mutex_);
         const size_t n_vocab = static_cast<size_t>(hparams_.n_vocab);
         size_t row = 0;
@@ -92,12 +95,15 @@ public:
         advance();
     }
     void set_fallback(tachyon::token_id id) { end_fallback_ = id; }
+    // Each forward takes at least this long: a generation a test can interrupt.
+    void set_forward_delay(std::chrono::microseconds d) { delay_ = d; }
 
 private:
     std::mutex mutex_;
     std::deque<tachyon::token_id> script_;
     tachyon::token_id end_fallback_ = 0;
     tachyon::token_id end_ = -1;
+    std::chrono::microseconds delay_{0};
 };
 
 }  // namespace scripted

@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <random>
+#include <thread>
+
 #include <simdjson.h>
 
 #include <boost/asio/connect.hpp>
@@ -140,6 +143,49 @@ TEST_CASE("http_server: a non-streamed chat completion") {
     CHECK(std::string_view(doc["choices"].at(0)["finish_reason"]) == "stop");
     CHECK(int64_t(doc["usage"]["completion_tokens"]) > 0);
     CHECK(r.raw[bhttp::field::content_type] == "application/json");
+}
+
+TEST_CASE("http_server: a client that goes away during a non-streamed completion stops its decoding") {
+    // 4000 tokens of a 3000-word script at >= 2 ms per forward: 8 s if it ran to the end.
+    std::string turn;
+    std::mt19937 rng(5);
+    for (int i = 0; i < 3000; ++i) {
+        turn += 'w';
+        turn += std::to_string(rng() % 100000);
+        turn += ' ';
+    }
+    auto tok = scripted::chatml_tokenizer();
+    auto m = std::make_unique<scripted::model>(tok, std::vector<std::string>{turn});
+    m->set_fallback(tok.find_token("<|im_end|>"));
+    m->set_forward_delay(std::chrono::milliseconds(2));
+    fixture f({}, 0, nullptr, model_host::create(std::move(m), std::move(tok), chat_format::chatml, engine_options{}));
+    {
+        boost::asio::io_context io;
+        beast::tcp_stream stream(io);
+        stream.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), f.port));
+        bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/v1/chat/completions", 11};
+        req.set(bhttp::field::host, "127.0.0.1");
+        req.set(bhttp::field::content_type, "application/json");
+        req.body() = chat_body(false, R"(, "max_tokens": 4000)");
+        req.prepare_payload();
+        bhttp::write(stream, req);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        stream.socket().shutdown(tcp::socket::shutdown_both);
+        stream.close();
+    }
+    // The completion ends (cancelled) soon after, with only part of the script generated
+    // (without the watch it ran on for 8 s, to all 4000 tokens).
+    std::string text;
+    for (int i = 0; i < 200; ++i) {
+        text = f.stats.render({}, {});
+        if (text.find("tachyon_chat_completions_total 1") != std::string::npos) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    CHECK(text.find("tachyon_chat_completions_total 1") != std::string::npos);
+    const std::string counter = "\ntachyon_completion_tokens_total ";
+    const size_t at = text.find(counter);
+    REQUIRE(at != std::string::npos);
+    CHECK(std::stol(text.substr(at + counter.size())) < 2000);
 }
 
 TEST_CASE("http_server: a streamed chat completion is SSE chunks, usage, then [DONE]") {
