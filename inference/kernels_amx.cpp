@@ -35,11 +35,12 @@
 namespace tachyon::detail {
 namespace {
 
-constexpr int tile = 16;  // tokens per A tile, weight rows per B tile
-// Below this many tokens the AVX-512 tiles win: every call repacks the
-// weights it touches, about one pass over them (measured on a 40M model,
-// prompts of n tokens, AMX vs AVX-512: q8_0 n=4 0.8x, n=5 1.06x, n=8 1.3x,
-// n=32 3.1x; q4_0 n=5 1.4x).
+constexpr int tile = 16;  // weight rows per A tile, tokens per B tile
+// Below this many tokens the AVX-512 kernels win: a call pays for packing
+// the tokens, converting the rows' scales (and unpacking q4_0 rows) and a
+// token tile padded to 16 (measured on a 40M model, prompts of n tokens, AMX
+// vs AVX-512: q8_0 n=3 0.9x, n=4 1.04x, n=5 1.56x, n=8 1.58x, n=32 3.4x;
+// q4_0 n=3 0.7x, n=4 0.93x, n=5 1.26x, n=8 1.70x, n=32 3.2x).
 constexpr int64_t min_tokens = 5;
 
 // The 64-byte operand of ldtilecfg (palette 1).
