@@ -19,8 +19,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cpuid.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
