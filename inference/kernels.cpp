@@ -2,11 +2,6 @@
 // driver that fans rows out over the context's threads.
 #include "inference/kernels.h"
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-#include <tbb/partitioner.h>
-#include <tbb/task_arena.h>
-
 #include <cpuid.h>
 
 #include <algorithm>
@@ -17,6 +12,7 @@
 #include "inference/fp16.h"
 #include "inference/kernels_internal.h"
 #include "inference/quant.h"
+#include "inference/thread_team.h"
 
 namespace tachyon {
 namespace {
@@ -267,11 +263,6 @@ float vec_dot(kernel_isa isa, tensor_type weight, int64_t n, const void* w, cons
     return kernels_of(isa, weight).dot(n, w, x);
 }
 
-struct kernel_context::arena {
-    explicit arena(int n) : a(n) {}
-    tbb::task_arena a;
-};
-
 kernel_context::kernel_context(int n_threads, kernel_isa isa) : isa_(isa), n_threads_(std::max(1, n_threads)) {}
 
 kernel_context::~kernel_context() = default;
@@ -283,15 +274,10 @@ std::byte* kernel_context::scratch(size_t n_bytes) {
 
 void kernel_context::run_parallel(int64_t n, int64_t grain, void (*body)(const void*, int64_t, int64_t),
                                   const void* fn) {
-    if (!arena_) arena_ = std::make_unique<arena>(n_threads_);
-    // static_partitioner: one contiguous part per thread, so each thread
-    // streams its own rows of the weights and no work is stolen back and forth.
-    arena_->a.execute([&] {
-        tbb::parallel_for(
-            tbb::blocked_range<int64_t>(0, n, static_cast<size_t>(std::max<int64_t>(1, grain))),
-            [&](const tbb::blocked_range<int64_t>& r) { body(fn, r.begin(), r.end()); },
-            tbb::static_partitioner());
-    });
+    // One contiguous part per thread, so each thread streams its own rows of
+    // the weights.
+    if (!team_) team_ = std::make_unique<thread_team>(n_threads_);
+    team_->run(n, grain, body, fn);
 }
 
 void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols,

@@ -23,6 +23,8 @@
 
 namespace tachyon {
 
+class thread_team;
+
 // Ordered: each set includes the one before (avx_vnni runs the avx2 kernels
 // wherever it has none of its own, avx512 the avx_vnni ones).
 enum class kernel_isa { scalar, avx2, avx_vnni, avx512, amx };
@@ -95,8 +97,7 @@ private:
 
     kernel_isa isa_;
     int n_threads_;
-    struct arena;                  // a tbb::task_arena of n_threads, made on first use
-    std::unique_ptr<arena> arena_;
+    std::unique_ptr<thread_team> team_;  // n_threads, made on first use
     std::vector<std::byte> scratch_;
 };
 

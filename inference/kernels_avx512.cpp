@@ -119,6 +119,9 @@ struct float_tile512 {
             for (int j = 0; j < RN; ++j) xv[j] = _mm512_loadu_ps(x[j] + k);
 #pragma GCC unroll 16
             for (int i = 0; i < RM; ++i) {
+                if constexpr (RN < 4) {
+                    if (((k * static_cast<int64_t>(sizeof(elem))) & 63) == 0) prefetch_l2(w[i] + k, float_prefetch_bytes);
+                }
                 const __m512 wv = L::load16(w[i] + k);
 #pragma GCC unroll 16
                 for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
@@ -160,6 +163,10 @@ TACHYON_AVX512 inline __m512 scale_pair(uint16_t d0, uint16_t d1) {
     const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<short>(d0))),
                                               _mm_set1_epi16(static_cast<short>(d1)), 1);
     return _mm512_cvtph_ps(h);
+}
+
+TACHYON_AVX512 inline __m256i quants32(const block_q8_0& b) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
 }
 
 TACHYON_AVX512 inline __m512i pair_of(__m256i lo, __m256i hi) {
@@ -263,6 +270,62 @@ struct q8_decode512 {
         }
     }
 
+    // q4_0 only: the chunk's blocks [c0, c0 + n_c) four at a time, one
+    // register of quants per four blocks of a row instead of two. The four
+    // blocks' 16-byte quants come out of two loads and one dword permute
+    // (they sit 2 bytes into every other 4-byte group of the 72-byte run);
+    // low nibbles and high nibbles take two dpbusd against the activations
+    // rearranged to match, once per (row tile, chunk). Returns the blocks
+    // done; the rest (fewer than 4) take the pairs.
+    template <int RM, int RN>
+    TACHYON_AVX512 static int64_t quads(const std::byte* const (&w)[RM], const std::byte* const (&x)[RN], int64_t c0, int64_t n_c,
+                                        const float (&prod)[RM][RN][chunk], __m512 (&acc)[RM][RN]) {
+        constexpr int64_t n_quads_max = chunk / 4;
+        const int64_t n_quads = n_c / 4;
+        // Per token and quad: the low-nibble activations (elements 0-15 of
+        // each block), the high-nibble ones (16-31), and -8 * their sums
+        // per 4-byte group, where every block's integer dot starts.
+        __m512i x_lo[RN][n_quads_max], x_hi[RN][n_quads_max], x_off[RN][n_quads_max];
+        const __m512i eights = _mm512_set1_epi8(8);
+        for (int j = 0; j < RN; ++j) {
+            const auto* xb = reinterpret_cast<const block_q8_0*>(x[j]) + c0;
+            for (int64_t q = 0; q < n_quads; ++q) {
+                const block_q8_0* xq = xb + 4 * q;
+                const __m512i a01 = pair_of(quants32(xq[0]), quants32(xq[1]));  // 128-bit lanes: 0 lo, 0 hi, 1 lo, 1 hi
+                const __m512i a23 = pair_of(quants32(xq[2]), quants32(xq[3]));
+                x_lo[j][q] = _mm512_shuffle_i32x4(a01, a23, _MM_SHUFFLE(2, 0, 2, 0));
+                x_hi[j][q] = _mm512_shuffle_i32x4(a01, a23, _MM_SHUFFLE(3, 1, 3, 1));
+                const __m512i sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), eights, x_lo[j][q]), eights, x_hi[j][q]);
+                x_off[j][q] = _mm512_sub_epi32(_mm512_setzero_si512(), sums);
+            }
+        }
+        // Block k of a quad: quants at byte 18k + 2. Loaded from byte 2,
+        // blocks 0 and 2 are dwords 0-3 and 9-12; from byte 8, blocks 1 and 3
+        // are dwords 3-6 and 12-15 (indices 16+ pick the second register).
+        const __m512i pick = _mm512_set_epi32(31, 30, 29, 28, 12, 11, 10, 9, 22, 21, 20, 19, 3, 2, 1, 0);
+        const __m512i nibble = _mm512_set1_epi8(0x0f);
+        const __m512i spread = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+        for (int64_t q = 0; q < n_quads; ++q) {
+#pragma GCC unroll 16
+            for (int i = 0; i < RM; ++i) {
+                const std::byte* run = w[i] + (c0 + 4 * q) * sizeof(block_q4_0);
+                const __m512i v0 = _mm512_loadu_si512(run + 2);
+                const __m512i v1 = _mm512_loadu_si512(run + 8);
+                const __m512i packed = _mm512_permutex2var_epi32(v0, pick, v1);
+                const __m512i lo = _mm512_and_si512(packed, nibble);
+                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+#pragma GCC unroll 16
+                for (int j = 0; j < RN; ++j) {
+                    const __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(x_off[j][q], lo, x_lo[j][q]), hi, x_hi[j][q]);
+                    // each block's dw * dx over its four lanes
+                    const __m512 s = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_load_ps(prod[i][j] + 4 * q)));
+                    acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s, acc[i][j]);
+                }
+            }
+        }
+        return 4 * n_quads;
+    }
+
     template <int RM, int RN>
     TACHYON_AVX512 static void run(const gemm_args& a, int64_t r, int64_t t) {
         using block = typename U::block;
@@ -294,7 +357,9 @@ struct q8_decode512 {
                     for (int j = 0; j < RN; ++j) _mm512_store_ps(prod[i][j] + h, _mm512_mul_ps(dw, dx[j]));
                 }
             }
-            for (int64_t p = 0; p < n_c; p += 2) {
+            int64_t p = 0;
+            if constexpr (U::offset != 0) p = quads(w, x, c0, n_c, prod, acc);
+            for (; p < n_c; p += 2) {
                 const int64_t b = c0 + p;
                 const bool two = p + 1 < n_c;
                 __m512i xq[RN], x_off[RN];
@@ -308,6 +373,7 @@ struct q8_decode512 {
                 }
 #pragma GCC unroll 16
                 for (int i = 0; i < RM; ++i) {
+                    if constexpr (U::offset == 0) prefetch_l2(w[i] + b * sizeof(block), q8_prefetch_bytes);
                     const __m512i wq = weight_pair(w[i], b, two);
 #pragma GCC unroll 16
                     for (int j = 0; j < RN; ++j) {

@@ -28,6 +28,18 @@ namespace {
 
 constexpr int rows_per_tile = 4;
 
+// Decode streams each weight once per token, straight from L3 or DRAM, and
+// the hardware prefetcher alone leaves the loads waiting: each row of a
+// decode tile asks for its line this far ahead into L2 (measured on the 40M
+// models, one thread, tg128: f16 2.2x, q8_0 1.15-1.2x, f32 1.05x; q4_0,
+// whose unpacking keeps the core busier, gained nothing and goes without).
+constexpr int64_t float_prefetch_bytes = 16 << 10;
+constexpr int64_t q8_prefetch_bytes = 4 << 10;
+
+TACHYON_TILE_TARGET inline void prefetch_l2(const void* p, int64_t ahead) {
+    _mm_prefetch(static_cast<const char*>(p) + ahead, _MM_HINT_T1);
+}
+
 TACHYON_TILE_TARGET inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -152,6 +164,7 @@ struct q8_tile {
             }
 #pragma GCC unroll 16
             for (int i = 0; i < RM; ++i) {
+                if constexpr (off == 0 && RN == 1) prefetch_l2(&w[i][b], q8_prefetch_bytes);
                 const __m256i wq = int_dot::prepare_w<off>(U::quants(w[i][b]));
 #pragma GCC unroll 16
                 for (int j = 0; j < RN; ++j) {

@@ -249,14 +249,15 @@ TEST_CASE("matmul matches a double-precision reference for every type, batch siz
 std::vector<std::pair<kernel_isa, int64_t>> isa_and_cols() {
     std::vector<std::pair<kernel_isa, int64_t>> v;
     for (kernel_isa isa : simd_isas())
-        for (int64_t n_cols : {13 * qk_32, 45 * qk_32}) v.emplace_back(isa, n_cols);
+        for (int64_t n_cols : {13 * qk_32, 14 * qk_32, 16 * qk_32, 45 * qk_32, 47 * qk_32}) v.emplace_back(isa, n_cols);
     return v;
 }
 
 TEST_CASE("q8_0 and q4_0 matmul tiles match the scalar matmul on every edge of the tile") {
     // Rows and tokens that leave partial 4 x 2 tiles (and 16 x 16 AMX tiles),
-    // odd numbers of blocks, and rows longer than the decode kernel's batch
-    // of 32 blocks.
+    // numbers of blocks that leave 0 to 3 past the q4_0 decode kernel's
+    // groups of 4, and rows longer than the decode kernel's batch of 32
+    // blocks.
     const int64_t n_rows = 37;
     for (const auto& [isa, n_cols] : isa_and_cols()) {
         kernel_context simd(1, isa), ref(1, kernel_isa::scalar);

@@ -1,0 +1,54 @@
+// A fixed team of threads that runs one range at a time, split into one
+// contiguous part per thread: the caller takes part 0, the workers the rest.
+//
+// Decode calls the team some fifty times per token for a few microseconds
+// of work each, so a call has to cost far less than that: the workers spin
+// on an epoch counter between calls (a pause per poll) and block only after
+// `spin_us` without work, so a team that sits idle (an engine waiting on
+// tools) costs no CPU.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace tachyon {
+
+class thread_team {
+public:
+    using body_fn = void (*)(const void* fn, int64_t begin, int64_t end);
+
+    // n_threads counts the caller: a team of 2 starts one worker.
+    explicit thread_team(int n_threads, int spin_us = 200);
+    ~thread_team();
+    thread_team(const thread_team&) = delete;
+    thread_team& operator=(const thread_team&) = delete;
+
+    int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+    // body(fn, begin, end) over [0, n) in size() contiguous parts, each a
+    // multiple of `grain` long except the last (some parts may be empty).
+    // Returns when every part is done. One call at a time.
+    void run(int64_t n, int64_t grain, body_fn body, const void* fn);
+
+private:
+    void work(int index);
+    void run_part(int index) const;
+    // Polls `word` until it differs from `seen` or the spin time is up, then
+    // blocks on it; returns the new value.
+    uint64_t await_change(const std::atomic<uint64_t>& word, uint64_t seen);
+
+    int spin_us_;
+    std::vector<std::thread> workers_;
+    // The current call, written by the caller before it bumps epoch_.
+    int64_t n_ = 0, part_ = 0;
+    body_fn body_ = nullptr;
+    const void* fn_ = nullptr;
+    std::atomic<uint64_t> epoch_{0};    // one more per call; stop_ set with the last
+    std::atomic<uint64_t> done_{0};     // parts finished, over all calls
+    std::atomic<int> sleepers_{0};      // threads blocked in await_change
+    std::atomic<bool> stop_{false};
+};
+
+}  // namespace tachyon
