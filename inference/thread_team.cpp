@@ -7,7 +7,7 @@
 
 namespace tachyon {
 
-thread_team::thread_team(int n_threads, int spin_us) : spin_us_(spin_us) {
+thread_team::thread_team(int n_threads, int spin_us, int yield_us) : spin_us_(spin_us), yield_us_(std::max(spin_us, yield_us)) {
     for (int i = 1; i < n_threads; ++i) workers_.emplace_back([this, i] { work(i); });
 }
 
@@ -20,12 +20,23 @@ thread_team::~thread_team() {
 
 uint64_t thread_team::await_change(const std::atomic<uint64_t>& word, uint64_t seen) {
     using clock = std::chrono::steady_clock;
-    const auto give_up = clock::now() + std::chrono::microseconds(spin_us_);
+    const auto start = clock::now();
+    const auto stop_pausing = start + std::chrono::microseconds(spin_us_);
+    const auto give_up = start + std::chrono::microseconds(yield_us_);
+    bool pausing = true;
     for (int polls = 1;; ++polls) {
         const uint64_t v = word.load(std::memory_order_acquire);
         if (v != seen) return v;
-        _mm_pause();
-        if (polls % 64 == 0 && clock::now() > give_up) break;
+        if (pausing) {
+            _mm_pause();
+        } else {
+            std::this_thread::yield();
+        }
+        if (polls % 64 == 0 || !pausing) {
+            const auto now = clock::now();
+            if (now > give_up) break;
+            pausing = now < stop_pausing;
+        }
     }
     // Counted before the last look (both seq_cst), so a changer that finds
     // no sleeper has already changed the word that wait() compares.

@@ -2,10 +2,11 @@
 // contiguous part per thread: the caller takes part 0, the workers the rest.
 //
 // Decode calls the team some fifty times per token for a few microseconds
-// of work each, so a call has to cost far less than that: the workers spin
-// on an epoch counter between calls (a pause per poll) and block only after
-// `spin_us` without work, so a team that sits idle (an engine waiting on
-// tools) costs no CPU.
+// of work each, so a call has to cost far less than that: between calls the
+// workers poll an epoch counter, with a pause per poll for `spin_us`, then
+// yielding the core to any other runnable thread (the runtime's, when an
+// engine shares the machine with its agents) until `yield_us`, and then
+// block, so a team that sits idle (an engine waiting on tools) costs no CPU.
 #pragma once
 
 #include <atomic>
@@ -20,7 +21,7 @@ public:
     using body_fn = void (*)(const void* fn, int64_t begin, int64_t end);
 
     // n_threads counts the caller: a team of 2 starts one worker.
-    explicit thread_team(int n_threads, int spin_us = 200);
+    explicit thread_team(int n_threads, int spin_us = 20, int yield_us = 500);
     ~thread_team();
     thread_team(const thread_team&) = delete;
     thread_team& operator=(const thread_team&) = delete;
@@ -39,7 +40,7 @@ private:
     // blocks on it; returns the new value.
     uint64_t await_change(const std::atomic<uint64_t>& word, uint64_t seen);
 
-    int spin_us_;
+    int spin_us_, yield_us_;
     std::vector<std::thread> workers_;
     // The current call, written by the caller before it bumps epoch_.
     int64_t n_ = 0, part_ = 0;

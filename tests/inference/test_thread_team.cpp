@@ -53,7 +53,7 @@ TEST_CASE("a thread team visits every index of the range exactly once, in grain-
 }
 
 TEST_CASE("a thread team runs back-to-back calls and wakes after its workers went to sleep") {
-    thread_team team(3, /*spin_us=*/20);
+    thread_team team(3, /*spin_us=*/5, /*yield_us=*/20);
     std::atomic<int64_t> sum{0};
     const auto add = [](const void* p, int64_t b, int64_t e) {
         auto* s = static_cast<std::atomic<int64_t>*>(const_cast<void*>(p));
