@@ -309,6 +309,7 @@ struct q8_decode512 {
 #pragma GCC unroll 16
             for (int i = 0; i < RM; ++i) {
                 const std::byte* run = w[i] + (c0 + 4 * q) * sizeof(block_q4_0);
+                prefetch_l2(run, q4_prefetch_bytes);
                 const __m512i v0 = _mm512_loadu_si512(run + 2);
                 const __m512i v1 = _mm512_loadu_si512(run + 8);
                 const __m512i packed = _mm512_permutex2var_epi32(v0, pick, v1);

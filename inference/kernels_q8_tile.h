@@ -31,10 +31,12 @@ constexpr int rows_per_tile = 4;
 // Decode streams each weight once per token, straight from L3 or DRAM, and
 // the hardware prefetcher alone leaves the loads waiting: each row of a
 // decode tile asks for its line this far ahead into L2 (measured on the 40M
-// models, one thread, tg128: f16 2.2x, q8_0 1.15-1.2x, f32 1.05x; q4_0,
-// whose unpacking keeps the core busier, gained nothing and goes without).
+// models, tg128: f16 2.2x, q8_0 1.15-1.2x, f32 1.05x on one thread; q4_0
+// 1.06-1.14x on one thread and 1.04-1.2x on two with AVX-512's four-block
+// kernel, nothing with two blocks per step, which go without).
 constexpr int64_t float_prefetch_bytes = 16 << 10;
 constexpr int64_t q8_prefetch_bytes = 4 << 10;
+constexpr int64_t q4_prefetch_bytes = 2 << 10;
 
 TACHYON_TILE_TARGET inline void prefetch_l2(const void* p, int64_t ahead) {
     _mm_prefetch(static_cast<const char*>(p) + ahead, _MM_HINT_T1);
