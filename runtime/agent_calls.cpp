@@ -43,47 +43,57 @@ void runner::record_call(const call_slot& slot) {
     if (journal_) (void)journal_->tool_call(journal_event(slot.rec));
 }
 
-// Starts the read-only calls the agent's history predicts for this turn,
-// before the model writes them.
+// Starts the read-only calls the agent's history predicts for this turn and
+// for the next one, before the model writes them; the calls predicted for
+// this turn by the previous one carry over.
 void runner::start_speculative_calls(int step) {
-    spec_slots_.clear();
+    spec_slots_ = std::move(ahead_slots_);
+    ahead_slots_.clear();
     if (!env_.predictor) return;
     env_.predictor->count_turn(prev_kind_);
+    env_.predictor->count_turn(call_predictor::two_ahead(prev_kind_));
     if (!req_.switches.speculative_tools) return;
     const grounded_values gv = grounding();
-    for (const auto& p : env_.predictor->predict(prev_kind_, prev_text_)) {
+    const auto start = [&](const predicted_call& p, std::vector<std::shared_ptr<call_slot>>& into) {
         auto it = tool_by_name_.find(p.name);
-        if (it == tool_by_name_.end() || !it->second.first->flags().read_only) continue;
-        if (!it->second.second->validate(p.arguments, req_.switches.grounding ? &gv : nullptr)) continue;
+        if (it == tool_by_name_.end() || !it->second.first->flags().read_only) return;
+        if (!it->second.second->validate(p.arguments, req_.switches.grounding ? &gv : nullptr)) return;
         auto args = json::minify(p.arguments, "predicted call");
-        if (!args) continue;
+        if (!args) return;
+        for (const auto* slots : {&spec_slots_, &ahead_slots_})
+            for (const auto& s : *slots)
+                if (s->rec.name == p.name && s->rec.arguments == *args) return;  // already running
         auto slot = make_call(step, -1, p.name, *args, true);
         slot->speculative = true;
         ++out_.n_spec_calls;
         start_call(slot);
-        spec_slots_.push_back(std::move(slot));
-    }
+        into.push_back(std::move(slot));
+    };
+    for (const auto& p : env_.predictor->predict(prev_kind_, prev_text_)) start(p, spec_slots_);
+    for (const auto& p : env_.predictor->predict(call_predictor::two_ahead(prev_kind_), prev_text_)) start(p, ahead_slots_);
 }
 
 // The speculative call the model's call matches exactly (name and minified
 // arguments), now the model's; null when none does.
 std::shared_ptr<call_slot> runner::take_speculative(const std::string& name, const std::string& arguments_json, int index) {
-    if (spec_slots_.empty()) return nullptr;
+    if (spec_slots_.empty() && ahead_slots_.empty()) return nullptr;
     auto args = json::minify(arguments_json, "call");
     if (!args) return nullptr;
-    for (auto it = spec_slots_.begin(); it != spec_slots_.end(); ++it) {
-        auto slot = *it;
-        if (slot->rec.name != name || slot->rec.arguments != *args) continue;
-        spec_slots_.erase(it);
-        slot->speculative = false;
-        slot->rec.speculative = true;
-        slot->rec.step = turn_step_;
-        slot->rec.call_id = "call_" + std::to_string(turn_step_) + "_" + std::to_string(index);
-        ++out_.n_spec_hits;
-        out_.spec_saved_ms += (slot->finished ? slot->rec.end_ms : now_ms()) - slot->rec.start_ms;
-        if (env_.observer) env_.observer->on_tool_start(slot->rec);
-        if (slot->finished) record_call(*slot);
-        return slot;
+    for (auto* slots : {&spec_slots_, &ahead_slots_}) {
+        for (auto it = slots->begin(); it != slots->end(); ++it) {
+            auto slot = *it;
+            if (slot->rec.name != name || slot->rec.arguments != *args) continue;
+            slots->erase(it);
+            slot->speculative = false;
+            slot->rec.speculative = true;
+            slot->rec.step = turn_step_;
+            slot->rec.call_id = "call_" + std::to_string(turn_step_) + "_" + std::to_string(index);
+            ++out_.n_spec_hits;
+            out_.spec_saved_ms += (slot->finished ? slot->rec.end_ms : now_ms()) - slot->rec.start_ms;
+            if (env_.observer) env_.observer->on_tool_start(slot->rec);
+            if (slot->finished) record_call(*slot);
+            return slot;
+        }
     }
     return nullptr;
 }

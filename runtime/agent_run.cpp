@@ -483,10 +483,16 @@ asio::awaitable<run_outcome> runner::run() {
             std::string kind, results;
             for (const auto& slot : turn_slots_) {
                 auto args = json::minify(slot->rec.arguments, "call");
-                if (env_.predictor && args) env_.predictor->learn(prev_kind_, prev_text_, slot->rec.name, *args);
+                if (env_.predictor && args) {
+                    env_.predictor->learn(prev_kind_, prev_text_, slot->rec.name, *args);
+                    if (!back_kind_.empty())
+                        env_.predictor->learn(call_predictor::two_ahead(back_kind_), back_text_, slot->rec.name, *args);
+                }
                 kind += (kind.empty() ? "" : "+") + slot->rec.name;
             }
             for (const auto& [index, text] : by_index) results += text + "\n";
+            back_kind_ = std::move(prev_kind_);
+            back_text_ = std::move(prev_text_);
             prev_kind_ = kind.empty() ? "<errors>" : kind;
             prev_text_ = std::move(results);
         } else {
@@ -515,6 +521,8 @@ asio::awaitable<run_outcome> runner::run() {
                 problem = message;
             }
             ground(problem);  // the feedback is text the model reads: it may cite what it names
+            back_kind_ = std::move(prev_kind_);
+            back_text_ = std::move(prev_text_);
             prev_kind_ = "<verify>";
             prev_text_ = problem;
             if (out.verify_attempts > a.max_verify_retries || (problem.rfind("final answer", 0) == 0 && step >= a.budgets.max_steps)) {

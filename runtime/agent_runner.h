@@ -111,11 +111,17 @@ private:
     std::set<std::string> grounded_;
     std::vector<std::string> grounding_texts_;  // the texts grounded_ came from (for "x-grounded-with")
 
-    // Speculative tools: calls predicted for the turn being decoded, and what
-    // the prediction is made from (the previous turn's calls and results).
+    // Speculative tools: calls predicted for the turn being decoded, calls
+    // predicted for the turn after it (from the same results, so that a call
+    // whose arguments the previous results already hold overlaps the call
+    // the model makes in between), and what the predictions are made from:
+    // the previous turn's calls and results, and the turn's before that.
     std::vector<std::shared_ptr<call_slot>> spec_slots_;
+    std::vector<std::shared_ptr<call_slot>> ahead_slots_;
     std::string prev_kind_ = "<start>";
     std::string prev_text_;  // what the previous turn read (task, tool results, verifier's words)
+    std::string back_kind_;  // the turn before the previous one ("" before there was one)
+    std::string back_text_;
 
     session_id session_ = 0;
     request_id current_request_ = 0;

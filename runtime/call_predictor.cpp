@@ -204,8 +204,9 @@ std::vector<predicted_call> call_predictor::predict(const std::string& key, std:
         auto t = turns_.find(key);
         auto s = seen_.find(key);
         if (t == turns_.end() || s == seen_.end()) return {};
+        const double share = key.rfind(two_ahead_prefix, 0) == 0 ? options_.min_share_two_ahead : options_.min_share;
         for (const auto& [tmpl, n] : s->second)
-            if (n >= options_.min_support && n >= options_.min_share * t->second) ranked.emplace_back(n, tmpl);
+            if (n >= options_.min_support && n >= share * t->second) ranked.emplace_back(n, tmpl);
     }
     if (ranked.empty()) return {};
     std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });

@@ -17,6 +17,12 @@
 // predicts the moment the results arrive, while the model is still reading
 // them. A wrong guess costs one tool call and nothing else.
 //
+// The same is learned two turns ahead, under the key two_ahead(kind): a call
+// whose arguments the results of the turn before last already held (the
+// logs of the service that failed first, listed by error_summary) starts
+// with the call the model makes in between (the trace that names it), so
+// the two tool latencies overlap instead of adding up.
+//
 // Thread-safe: runs on different strands share one predictor per agent.
 #pragma once
 
@@ -43,6 +49,9 @@ public:
     struct options {
         int min_support = 3;      // times a template must have been seen
         double min_share = 0.5;   // of the turns of that kind it followed
+        // Two turns ahead, where a wrong guess also takes its tool's time
+        // from the calls the model does make before it (a loaded machine).
+        double min_share_two_ahead = 0.6;
         int max_calls = 2;        // predictions per turn
     };
 
@@ -55,12 +64,17 @@ public:
     // Records a turn of kind `key` (counts the turns a template may follow).
     void count_turn(const std::string& key);
 
+    // The key under which the calls made two turns after a turn of kind
+    // `kind` are learned and predicted.
+    static std::string two_ahead(const std::string& kind) { return two_ahead_prefix + kind; }
+
     // The calls that have followed a turn of this kind often enough (most
     // frequent first, one per call shape, at most max_calls), made from the
     // identifiers of `previous`; a template that finds no value there is skipped.
     std::vector<predicted_call> predict(const std::string& key, std::string_view previous) const;
 
 private:
+    static constexpr const char* two_ahead_prefix = "+2 ";
     struct context;
     options options_;
     mutable std::mutex mutex_;

@@ -342,6 +342,37 @@ TEST_CASE("speculative tools: a call the agent's earlier runs always made starts
     CHECK(n_speculative == 1);
 }
 
+TEST_CASE("speculative tools: a call whose arguments the turn before last already held starts a turn early") {
+    harness h;
+    h.predictor = std::make_shared<call_predictor>();
+    // The model reads the summary, looks at the changes of the service it
+    // names, then at its logs: the logs call needs nothing the changes add.
+    const std::vector<std::string> script{call("error_summary", "{}"), call("recent_changes", R"({"service": "payments-db"})"),
+                                          call("search_logs", R"({"service": "payments-db", "level": "ERROR"})"), k_answer_ok};
+    for (int i = 0; i < 3; ++i) h.run(script);  // three runs teach the predictor (min_support 3)
+    auto out = h.run(script);
+    CHECK(out.verified);
+    REQUIRE(out.turns.size() == 4);
+    const run_tool_call* logs = nullptr;
+    for (const auto& c : out.calls)
+        if (c.name == "search_logs") logs = &c;
+    REQUIRE(logs != nullptr);
+    CHECK(logs->speculative);
+    CHECK(logs->call_id == "call_3_0");  // the model's call in turn 3, served by the prediction
+    CHECK(logs->result.find("payments-db") != std::string::npos);
+    // started while the model was still writing turn 2 (its changes call)
+    CHECK(logs->start_ms < out.turns[1].end_ms);
+    CHECK(out.n_spec_hits == out.n_spec_calls);  // every prediction was a call the model made
+
+    // The journal holds each call once, the logs call as the model's.
+    auto log = journal::read_journal(out.journal_path);
+    REQUIRE(log.ok());
+    int n_logs = 0;
+    for (const auto& e : log->events)
+        if (const auto* c = std::get_if<journal::tool_call_event>(&e.body)) n_logs += c->name == "search_logs" ? 1 : 0;
+    CHECK(n_logs == 1);
+}
+
 TEST_CASE("speculative tools: a prediction the model does not make is discarded, never shown to it") {
     harness h;
     h.predictor = std::make_shared<call_predictor>();
