@@ -168,34 +168,47 @@ void add(float* y, const float* a, const float* b, int64_t n, kernel_isa isa) {
     add_scalar(y, a, b, n);
 }
 
-void rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const int32_t* positions,
-          float theta_base, rope_mode mode) {
+void rope_table(float* cs, int64_t n_tokens, int64_t head_dim, const int32_t* positions, float theta_base) {
     TACHYON_ASSERT(head_dim % 2 == 0, "rope: odd head_dim");
     const int64_t half = head_dim / 2;
-    // The angle of each pair is computed in double and once per token, then
-    // applied to every head: n_tokens * head_dim/2 sin/cos, not n_heads times more.
+    // Each angle is computed in double, once per token and pair.
     std::vector<double> freq(static_cast<size_t>(half));  // [half]
     for (int64_t i = 0; i < half; ++i)
         freq[i] = std::pow(static_cast<double>(theta_base), -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
-    std::vector<float> cs(static_cast<size_t>(head_dim));  // [half] cos, then [half] sin
     for (int64_t t = 0; t < n_tokens; ++t) {
+        float* c = cs + t * head_dim;
         for (int64_t i = 0; i < half; ++i) {
             const double angle = static_cast<double>(positions[t]) * freq[i];
-            cs[i] = static_cast<float>(std::cos(angle));
-            cs[half + i] = static_cast<float>(std::sin(angle));
+            c[i] = static_cast<float>(std::cos(angle));
+            c[half + i] = static_cast<float>(std::sin(angle));
         }
+    }
+}
+
+void rope_apply(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const float* cs, rope_mode mode) {
+    TACHYON_ASSERT(head_dim % 2 == 0, "rope: odd head_dim");
+    const int64_t half = head_dim / 2;
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        const float* c = cs + t * head_dim;
         for (int64_t h = 0; h < n_heads; ++h) {
             float* v = x + (t * n_heads + h) * head_dim;
             for (int64_t i = 0; i < half; ++i) {
                 const int64_t a = mode == rope_mode::normal ? 2 * i : i;
                 const int64_t b = mode == rope_mode::normal ? 2 * i + 1 : i + half;
-                const float c = cs[i], s = cs[half + i];
+                const float co = c[i], si = c[half + i];
                 const float x0 = v[a], x1 = v[b];
-                v[a] = x0 * c - x1 * s;
-                v[b] = x0 * s + x1 * c;
+                v[a] = x0 * co - x1 * si;
+                v[b] = x0 * si + x1 * co;
             }
         }
     }
+}
+
+void rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const int32_t* positions,
+          float theta_base, rope_mode mode) {
+    std::vector<float> cs(static_cast<size_t>(n_tokens * head_dim));
+    rope_table(cs.data(), n_tokens, head_dim, positions, theta_base);
+    rope_apply(x, n_tokens, n_heads, head_dim, cs.data(), mode);
 }
 
 }  // namespace tachyon

@@ -33,4 +33,11 @@ enum class rope_mode { normal, neox };
 void rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const int32_t* positions,
           float theta_base, rope_mode mode);
 
+// The same in two halves, so that a forward computes the angles of its
+// tokens once for every layer and for both q and k:
+//   rope_table: cs [n_tokens, head_dim] = per token, head_dim/2 cosines then head_dim/2 sines.
+//   rope_apply: x as in rope(), rotated by those angles.
+void rope_table(float* cs, int64_t n_tokens, int64_t head_dim, const int32_t* positions, float theta_base);
+void rope_apply(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const float* cs, rope_mode mode);
+
 }  // namespace tachyon

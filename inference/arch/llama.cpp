@@ -67,6 +67,7 @@ private:
         std::vector<float> gate;  // [n, n_ff]
         std::vector<float> up;    // [n, n_ff]
         std::vector<float> out_h; // [n_logits, n_embd]
+        std::vector<float> rope;  // [n, head_dim]  cos/sin of each token's angles (rope_table), for every layer
     };
     std::mutex pool_mutex_;
     std::vector<std::unique_ptr<activations>> pool_;  // sets not in use
@@ -213,6 +214,7 @@ void llama_model::grow(activations& A, size_t n) const {
     A.gate.resize(n * hp.n_ff);
     A.up.resize(n * hp.n_ff);
     A.out_h.resize(n * hp.n_embd);
+    A.rope.resize(n * static_cast<size_t>(hp.head_dim));
 }
 
 // Causal attention of every batch token over its own sequence in the paged
@@ -306,8 +308,8 @@ void llama_model::layer(kernel_context& ctx, activations& A, const forward_batch
         if (L.bk) add(&A.k[t * n_kv], &A.k[t * n_kv], L.bk, n_kv, isa);
         if (L.bv) add(&A.v[t * n_kv], &A.v[t * n_kv], L.bv, n_kv, isa);
     }
-    rope(A.q.data(), n, hp.n_head, hp.head_dim, batch.positions.data(), hp.rope_base, hp.rope);
-    rope(A.k.data(), n, hp.n_head_kv, hp.head_dim, batch.positions.data(), hp.rope_base, hp.rope);
+    rope_apply(A.q.data(), n, hp.n_head, hp.head_dim, A.rope.data(), hp.rope);
+    rope_apply(A.k.data(), n, hp.n_head_kv, hp.head_dim, A.rope.data(), hp.rope);
     for (int64_t t = 0; t < n; ++t) {
         const int pos = batch.positions[static_cast<size_t>(t)];
         const seq_id s = batch.seqs[static_cast<size_t>(t)];
@@ -349,6 +351,7 @@ void llama_model::forward(kernel_context& ctx, const forward_batch& batch, kv_ca
         TACHYON_ASSERT(id >= 0 && id < hp.n_vocab, "forward: token id out of range");
         dequantize_row(tok_embd_.type, static_cast<const std::byte*>(tok_embd_.data) + embd_row * static_cast<size_t>(id), &A.x[t * n_embd], n_embd);
     }
+    rope_table(A.rope.data(), n, hp.head_dim, batch.positions.data(), hp.rope_base);
     for (int il = 0; il < hp.n_layer; ++il) layer(ctx, A, batch, kv, il);
 
     // Final norm and output projection only for the rows that want logits.
