@@ -75,6 +75,7 @@ struct float_tile {
 #pragma GCC unroll 16
             for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_setzero_ps();
         const int64_t n = a.n_cols;
+        const bool stream = a.n_tokens <= max_stream_tokens;
         int64_t k = 0;
         for (; k + 8 <= n; k += 8) {
             __m256 xv[RN];
@@ -82,9 +83,7 @@ struct float_tile {
             for (int j = 0; j < RN; ++j) xv[j] = _mm256_loadu_ps(x[j] + k);
 #pragma GCC unroll 16
             for (int i = 0; i < RM; ++i) {
-                if constexpr (RN == 1) {
-                    if (((k * static_cast<int64_t>(sizeof(elem))) & 63) == 0) prefetch_l2(w[i] + k, float_prefetch_bytes);
-                }
+                if (stream && ((k * static_cast<int64_t>(sizeof(elem))) & 63) == 0) prefetch_l2(w[i] + k, float_prefetch_bytes);
                 const __m256 wv = L::load8(w[i] + k);
 #pragma GCC unroll 16
                 for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_fmadd_ps(wv, xv[j], acc[i][j]);

@@ -112,6 +112,7 @@ struct float_tile512 {
 #pragma GCC unroll 16
             for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_setzero_ps();
         const int64_t n = a.n_cols;
+        const bool stream = a.n_tokens <= max_stream_tokens;
         int64_t k = 0;
         for (; k + 16 <= n; k += 16) {
             __m512 xv[RN];
@@ -119,9 +120,7 @@ struct float_tile512 {
             for (int j = 0; j < RN; ++j) xv[j] = _mm512_loadu_ps(x[j] + k);
 #pragma GCC unroll 16
             for (int i = 0; i < RM; ++i) {
-                if constexpr (RN < 4) {
-                    if (((k * static_cast<int64_t>(sizeof(elem))) & 63) == 0) prefetch_l2(w[i] + k, float_prefetch_bytes);
-                }
+                if (stream && ((k * static_cast<int64_t>(sizeof(elem))) & 63) == 0) prefetch_l2(w[i] + k, float_prefetch_bytes);
                 const __m512 wv = L::load16(w[i] + k);
 #pragma GCC unroll 16
                 for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
