@@ -1,7 +1,8 @@
 // The float-weight (f32, f16, bf16) matmul again with AVX-512: sixteen
 // columns per register, and tiles of 4 weight rows x 4 tokens whose sixteen
 // accumulators stay in registers (AVX2 has room for 4 x 2), and the q8_0 /
-// q4_0 tile with two blocks per register and 512-bit dpbusd (AVX-512 VNNI). Every function carries
+// q4_0 tile with two blocks per register and 512-bit dpbusd (AVX-512 VNNI;
+// q4_0 decode packs four blocks per register). Every function carries
 // its own target attribute so the file builds for plain x86-64; kernels.cpp
 // only calls in here after checking the CPU (default_isa).
 
@@ -12,6 +13,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "inference/fp16.h"
 #include "inference/kernels_internal.h"
@@ -279,6 +281,7 @@ struct q8_decode512 {
     template <int RM, int RN>
     TACHYON_AVX512 static int64_t quads(const std::byte* const (&w)[RM], const std::byte* const (&x)[RN], int64_t c0, int64_t n_c,
                                         const float (&prod)[RM][RN][chunk], __m512 (&acc)[RM][RN]) {
+        static_assert(std::is_same_v<typename U::block, block_q4_0>);
         constexpr int64_t n_quads_max = chunk / 4;
         const int64_t n_quads = n_c / 4;
         // Per token and quad: the low-nibble activations (elements 0-15 of
