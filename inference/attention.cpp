@@ -256,8 +256,38 @@ TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_
     }
     __m512 vmax[R];
     for (int r = 0; r < R; ++r) vmax[r] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    int j = 0;
-    for (int b = 0; j < n_max; ++b) {
+    // The scores of positions j.. j + 15, kept where each row reaches.
+    const auto keep = [&](const __m512(&s)[R], int j) TACHYON_AVX512 {
+        for (int r = 0; r < R; ++r) {
+            const int n = std::min(BS, rows[r].n_pos - j);
+            if (n <= 0) continue;
+            const auto m = static_cast<__mmask16>(n >= BS ? 0xffffu : (1u << n) - 1u);
+            _mm512_mask_storeu_ps(rows[r].scores + j, m, s[r]);
+            vmax[r] = _mm512_mask_max_ps(vmax[r], m, vmax[r], s[r]);
+        }
+    };
+    // Two K blocks per pass: each q broadcast serves both, and the 2R
+    // accumulator chains keep both FMA units busy (one block's R chains
+    // stall on the FMA latency).
+    int j = 0, b = 0;
+    for (; j + BS < n_max; b += 2, j += 2 * BS) {
+        const float* kt0 = a.k[b];
+        const float* kt1 = a.k[b + 1];
+        __m512 s0[R], s1[R];
+        for (int r = 0; r < R; ++r) s0[r] = s1[r] = _mm512_setzero_ps();
+        for (int d = 0; d < HD; ++d) {
+            const __m512 k0 = _mm512_loadu_ps(kt0 + d * BS);
+            const __m512 k1 = _mm512_loadu_ps(kt1 + d * BS);
+            for (int r = 0; r < R; ++r) {
+                const __m512 qd = _mm512_set1_ps(q[r][d]);
+                s0[r] = _mm512_fmadd_ps(qd, k0, s0[r]);
+                s1[r] = _mm512_fmadd_ps(qd, k1, s1[r]);
+            }
+        }
+        keep(s0, j);
+        keep(s1, j + BS);
+    }
+    if (j < n_max) {
         const float* kt = a.k[b];
         __m512 s[R];
         for (int r = 0; r < R; ++r) s[r] = _mm512_setzero_ps();
@@ -265,14 +295,7 @@ TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_
             const __m512 k = _mm512_loadu_ps(kt + d * BS);
             for (int r = 0; r < R; ++r) s[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][d]), k, s[r]);
         }
-        for (int r = 0; r < R; ++r) {
-            const int n = std::min(BS, rows[r].n_pos - j);
-            if (n <= 0) continue;
-            const auto m = static_cast<__mmask16>((1u << n) - 1u);
-            _mm512_mask_storeu_ps(rows[r].scores + j, m, s[r]);
-            vmax[r] = _mm512_mask_max_ps(vmax[r], m, vmax[r], s[r]);
-        }
-        j += BS;
+        keep(s, j);
     }
     float inv_sum[R];
     for (int r = 0; r < R; ++r) {
