@@ -196,7 +196,9 @@ TEST_CASE("AVX2 activation quantizers agree with the reference quantizers") {
 TEST_CASE("matmul matches a double-precision reference for every type, batch size and kernel set") {
     std::vector<kernel_isa> isas{kernel_isa::scalar};
     for (kernel_isa isa : simd_isas()) isas.push_back(isa);
-    const int64_t n_rows = 37;  // not a multiple of the 4-row tile
+    // 37 rows and 37 tokens: not a multiple of the 4-row tile, nor of the
+    // 32 rows x 8 tokens of the many-token float path (which 37 and 64 tokens take)
+    const int64_t n_rows = 37;
     for (kernel_isa isa : isas) {
         kernel_context ctx(1, isa);
         for (tensor_type type : all_types) {
@@ -206,7 +208,7 @@ TEST_CASE("matmul matches a double-precision reference for every type, batch siz
                 std::vector<float> wf(static_cast<size_t>(n_rows * n_cols));  // [n_rows, n_cols]
                 for (int64_t r = 0; r < n_rows; ++r)
                     dequantize_row(type, w.data() + r * row_size(type, n_cols), wf.data() + r * n_cols, n_cols);
-                for (int64_t n_tokens : {1, 3, 8, 17, 64}) {
+                for (int64_t n_tokens : {1, 3, 8, 17, 37, 64}) {
                     CAPTURE(to_string(isa));
                     CAPTURE(to_string(type));
                     CAPTURE(n_tokens);
