@@ -155,6 +155,7 @@ struct float_tile512 {
 template <class L>
 struct rows_by_broadcast {
     static constexpr int rm = 32, nt = 8;
+    static constexpr int64_t panel_bytes = int64_t{1} << 20;
 
     // Rows r.. r + 31 as columns: wt[k * 32 + i] = W[r + i, k].
     TACHYON_AVX512 static void transpose_rows(const gemm_args& a, int64_t r, float* wt) {
@@ -206,23 +207,29 @@ struct rows_by_broadcast {
         buffer.resize(static_cast<size_t>(a.n_cols * rm + 16));
         // 64-byte aligned within the buffer: every column load is one line
         float* wt = buffer.data() + (16 - reinterpret_cast<uintptr_t>(buffer.data()) / sizeof(float) % 16) % 16;
-        int64_t r = r0;
-        for (; r + rm <= r1; r += rm) {
-            transpose_rows(a, r, wt);
-            int64_t t = 0;
-            for (; t + nt <= a.n_tokens; t += nt) tokens<nt>(a, wt, r, t);
-            switch (a.n_tokens - t) {
-                case 1: tokens<1>(a, wt, r, t); break;
-                case 2: tokens<2>(a, wt, r, t); break;
-                case 3: tokens<3>(a, wt, r, t); break;
-                case 4: tokens<4>(a, wt, r, t); break;
-                case 5: tokens<5>(a, wt, r, t); break;
-                case 6: tokens<6>(a, wt, r, t); break;
-                case 7: tokens<7>(a, wt, r, t); break;
-                default: break;
+        // Tokens in panels whose activations stay in L2 while every row
+        // tile passes (the rows are transposed again for each panel).
+        const int64_t panel = std::max<int64_t>(nt, panel_bytes / static_cast<int64_t>(a.x_row_bytes) / nt * nt);
+        const int64_t r_end = r0 + (r1 - r0) / rm * rm;
+        for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
+            const int64_t t1 = std::min(a.n_tokens, t0 + panel);
+            for (int64_t r = r0; r < r_end; r += rm) {
+                transpose_rows(a, r, wt);
+                int64_t t = t0;
+                for (; t + nt <= t1; t += nt) tokens<nt>(a, wt, r, t);
+                switch (t1 - t) {
+                    case 1: tokens<1>(a, wt, r, t); break;
+                    case 2: tokens<2>(a, wt, r, t); break;
+                    case 3: tokens<3>(a, wt, r, t); break;
+                    case 4: tokens<4>(a, wt, r, t); break;
+                    case 5: tokens<5>(a, wt, r, t); break;
+                    case 6: tokens<6>(a, wt, r, t); break;
+                    case 7: tokens<7>(a, wt, r, t); break;
+                    default: break;
+                }
             }
         }
-        return r;
+        return r_end;
     }
 };
 
