@@ -267,10 +267,6 @@ TACHYON_AVX512 inline __m512 scale_pair(uint16_t d0, uint16_t d1) {
     return _mm512_cvtph_ps(h);
 }
 
-TACHYON_AVX512 inline __m256i quants32(const block_q8_0& b) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
-}
-
 TACHYON_AVX512 inline __m512i pair_of(__m256i lo, __m256i hi) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
@@ -394,8 +390,8 @@ struct q8_decode512 {
             const auto* xb = reinterpret_cast<const block_q8_0*>(x[j]) + c0;
             for (int64_t q = 0; q < n_quads; ++q) {
                 const block_q8_0* xq = xb + 4 * q;
-                const __m512i a01 = pair_of(quants32(xq[0]), quants32(xq[1]));  // 128-bit lanes: 0 lo, 0 hi, 1 lo, 1 hi
-                const __m512i a23 = pair_of(quants32(xq[2]), quants32(xq[3]));
+                const __m512i a01 = pair_of(unpack_q8_0::quants(xq[0]), unpack_q8_0::quants(xq[1]));  // 128-bit lanes: 0 lo, 0 hi, 1 lo, 1 hi
+                const __m512i a23 = pair_of(unpack_q8_0::quants(xq[2]), unpack_q8_0::quants(xq[3]));
                 x_lo[j][q] = _mm512_shuffle_i32x4(a01, a23, _MM_SHUFFLE(2, 0, 2, 0));
                 x_hi[j][q] = _mm512_shuffle_i32x4(a01, a23, _MM_SHUFFLE(3, 1, 3, 1));
                 const __m512i sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), eights, x_lo[j][q]), eights, x_hi[j][q]);
