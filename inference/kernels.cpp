@@ -157,6 +157,8 @@ const detail::type_kernels& kernels_of(kernel_isa isa, tensor_type weight) {
 constexpr int64_t min_parallel_macs = int64_t{1} << 17;
 // Rows are handed out in multiples of the AVX2 row tile.
 constexpr int64_t rows_per_unit = 16;
+// Rows per group of weight_panels (rows_by_broadcast's tile in kernels_avx512.cpp).
+constexpr int64_t panel_rows = 32;
 
 }  // namespace
 
@@ -280,8 +282,36 @@ void kernel_context::run_parallel(int64_t n, int64_t grain, void (*body)(const v
     team_->run(n, grain, body, fn);
 }
 
+bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols) {
+    const bool is_float = weight == tensor_type::f32 || weight == tensor_type::f16 || weight == tensor_type::bf16;
+    return is_float && n_rows >= panel_rows && n_cols > 0 && n_cols % 16 == 0 && default_isa() >= kernel_isa::avx512;
+}
+
+weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols) {
+    weight_panels p;
+    if (!panels_pay(weight, n_rows, n_cols)) return p;
+    const size_t elem = weight == tensor_type::f32 ? 4 : 2;
+    const int64_t n_groups = n_rows / panel_rows;
+    const size_t bytes = static_cast<size_t>(n_groups * n_cols * panel_rows) * elem;
+    p.storage.resize(bytes + 64);
+    std::byte* dst = p.storage.data() + (64 - reinterpret_cast<uintptr_t>(p.storage.data()) % 64) % 64;
+    // dst[g][k][i] = W[g * 32 + i][k]
+    const auto pack = [&](auto* out, const auto* in) {
+        for (int64_t g = 0; g < n_groups; ++g)
+            for (int64_t i = 0; i < panel_rows; ++i) {
+                const auto* row = in + (g * panel_rows + i) * n_cols;
+                auto* group = out + g * n_cols * panel_rows + i;
+                for (int64_t k = 0; k < n_cols; ++k) group[k * panel_rows] = row[k];
+            }
+    };
+    if (elem == 4) pack(reinterpret_cast<float*>(dst), static_cast<const float*>(w));
+    else pack(reinterpret_cast<uint16_t*>(dst), static_cast<const uint16_t*>(w));
+    p.data = dst;
+    return p;
+}
+
 void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols,
-            const float* x, int64_t n_tokens, float* y) {
+            const float* x, int64_t n_tokens, float* y, const std::byte* panels) {
     TACHYON_ASSERT(has_kernels(weight), "matmul: no kernels for this weight type");
     TACHYON_ASSERT(n_rows >= 0 && n_cols >= 0 && n_tokens >= 0, "matmul: negative shape");
     TACHYON_ASSERT(n_cols % traits_of(weight).block_size == 0, "matmul: row length not a multiple of the block size");
@@ -305,11 +335,15 @@ void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_ro
         a.x = xq;
     }
 
-    const int64_t n_units = (n_rows + rows_per_unit - 1) / rows_per_unit;
+    if (ctx.isa() >= kernel_isa::avx512) a.panels = panels;
+    // With panels, threads take whole groups of 32 rows: a row's sum then
+    // comes from the same kernel however many threads run.
+    const int64_t unit = a.panels != nullptr ? panel_rows : rows_per_unit;
+    const int64_t n_units = (n_rows + unit - 1) / unit;
     const int64_t macs = n_rows * n_cols * n_tokens;
     const int64_t grain = macs < min_parallel_macs ? n_units : 1;
     ctx.parallel_for(n_units, grain, [&](int64_t u0, int64_t u1) {
-        k.gemm(a, u0 * rows_per_unit, std::min(n_rows, u1 * rows_per_unit));
+        k.gemm(a, u0 * unit, std::min(n_rows, u1 * unit));
     });
 }
 

@@ -108,8 +108,29 @@ private:
 // Activations are converted once per call; several tokens share each loaded
 // weight block; rows are split over the context's threads when the product
 // is large enough to pay for the fan-out.
+//   panels: the same weights packed by pack_panels (or nullptr); kernel sets
+//   that have no use for them ignore them.
 void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols,
-            const float* x, int64_t n_tokens, float* y);
+            const float* x, int64_t n_tokens, float* y, const std::byte* panels = nullptr);
+
+// Float weights (f32, f16, bf16) laid out again for the AVX-512 kernels:
+// every whole group of 32 rows column by column, [n_rows / 32][n_cols][32]
+// in the weight's own element type. A matmul of a few tokens then loads a
+// column of 32 rows at once and multiplies broadcast activations into 32
+// row sums: no transpose per call and no horizontal sums, which cost short
+// rows as much as their multiply-adds. Rows past the last whole group have
+// no panel and take the row kernels. The panels are a copy: the weights
+// stay in place for the other kernels and for lookups.
+struct weight_panels {
+    std::vector<std::byte> storage;
+    const std::byte* data = nullptr;  // 64-byte aligned inside storage; nullptr when nothing was packed
+    size_t size_bytes() const { return storage.size(); }
+};
+// True when this CPU's kernels would use panels of this weight: AVX-512,
+// a float type, rows a multiple of 16 long, at least 32 rows.
+bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols);
+// The panels of w (empty unless panels_pay).
+weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols);
 
 template <class Fn>
 void kernel_context::parallel_for(int64_t n, int64_t grain, const Fn& fn) {

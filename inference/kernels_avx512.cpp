@@ -155,6 +155,7 @@ struct float_tile512 {
 template <class L>
 struct rows_by_broadcast {
     static constexpr int rm = 32, nt = 8;
+    static constexpr int64_t min_tokens_convert = 16;
     static constexpr int64_t panel_bytes = int64_t{1} << 20;
 
     // Rows r.. r + 31 as columns: wt[k * 32 + i] = W[r + i, k].
@@ -177,26 +178,59 @@ struct rows_by_broadcast {
         }
     }
 
-    template <int NT>
-    TACHYON_AVX512 static void tokens(const gemm_args& a, const float* wt, int64_t r, int64_t t) {
+    // Tokens t.. t + NT - 1 against the 32 rows whose columns are at wt
+    // (wt[k * 32 + i] = W[r + i, k], elements that P converts).
+    // Fewer than 4 tokens split the columns over KS sets of sums, so that
+    // at least 8 multiply-add chains are in flight (n_cols is a multiple
+    // of 16).
+    template <int NT, class P>
+    TACHYON_AVX512 static void tokens(const gemm_args& a, const typename P::elem* wt, int64_t r, int64_t t) {
+        constexpr int KS = NT >= 4 ? 1 : 4 / NT;
         const float* x[NT];
         for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const float*>(a.x + (t + j) * a.x_row_bytes);
-        __m512 lo[NT], hi[NT];
+        __m512 lo[KS][NT], hi[KS][NT];
 #pragma GCC unroll 16
-        for (int j = 0; j < NT; ++j) lo[j] = hi[j] = _mm512_setzero_ps();
-        for (int64_t k = 0; k < a.n_cols; ++k) {
-            const __m512 w0 = _mm512_load_ps(wt + k * rm), w1 = _mm512_load_ps(wt + k * rm + 16);
+        for (int s = 0; s < KS; ++s)
 #pragma GCC unroll 16
-            for (int j = 0; j < NT; ++j) {
-                const __m512 xk = _mm512_set1_ps(x[j][k]);
-                lo[j] = _mm512_fmadd_ps(xk, w0, lo[j]);
-                hi[j] = _mm512_fmadd_ps(xk, w1, hi[j]);
+            for (int j = 0; j < NT; ++j) lo[s][j] = hi[s][j] = _mm512_setzero_ps();
+        for (int64_t k = 0; k < a.n_cols; k += KS) {
+#pragma GCC unroll 4
+            for (int s = 0; s < KS; ++s) {
+                const __m512 w0 = P::load16(wt + (k + s) * rm), w1 = P::load16(wt + (k + s) * rm + 16);
+#pragma GCC unroll 16
+                for (int j = 0; j < NT; ++j) {
+                    const __m512 xk = _mm512_set1_ps(x[j][k + s]);
+                    lo[s][j] = _mm512_fmadd_ps(xk, w0, lo[s][j]);
+                    hi[s][j] = _mm512_fmadd_ps(xk, w1, hi[s][j]);
+                }
             }
         }
 #pragma GCC unroll 16
         for (int j = 0; j < NT; ++j) {
-            _mm512_storeu_ps(a.y + (t + j) * a.ldy + r, lo[j]);
-            _mm512_storeu_ps(a.y + (t + j) * a.ldy + r + 16, hi[j]);
+#pragma GCC unroll 4
+            for (int s = 1; s < KS; ++s) {
+                lo[0][j] = _mm512_add_ps(lo[0][j], lo[s][j]);
+                hi[0][j] = _mm512_add_ps(hi[0][j], hi[s][j]);
+            }
+            _mm512_storeu_ps(a.y + (t + j) * a.ldy + r, lo[0][j]);
+            _mm512_storeu_ps(a.y + (t + j) * a.ldy + r + 16, hi[0][j]);
+        }
+    }
+
+    // Tokens [t0, t1) against the 32 rows at wt.
+    template <class P>
+    TACHYON_AVX512 static void all_tokens(const gemm_args& a, const typename P::elem* wt, int64_t r, int64_t t0, int64_t t1) {
+        int64_t t = t0;
+        for (; t + nt <= t1; t += nt) tokens<nt, P>(a, wt, r, t);
+        switch (t1 - t) {
+            case 1: tokens<1, P>(a, wt, r, t); break;
+            case 2: tokens<2, P>(a, wt, r, t); break;
+            case 3: tokens<3, P>(a, wt, r, t); break;
+            case 4: tokens<4, P>(a, wt, r, t); break;
+            case 5: tokens<5, P>(a, wt, r, t); break;
+            case 6: tokens<6, P>(a, wt, r, t); break;
+            case 7: tokens<7, P>(a, wt, r, t); break;
+            default: break;
         }
     }
 
@@ -215,18 +249,41 @@ struct rows_by_broadcast {
             const int64_t t1 = std::min(a.n_tokens, t0 + panel);
             for (int64_t r = r0; r < r_end; r += rm) {
                 transpose_rows(a, r, wt);
-                int64_t t = t0;
-                for (; t + nt <= t1; t += nt) tokens<nt>(a, wt, r, t);
-                switch (t1 - t) {
-                    case 1: tokens<1>(a, wt, r, t); break;
-                    case 2: tokens<2>(a, wt, r, t); break;
-                    case 3: tokens<3>(a, wt, r, t); break;
-                    case 4: tokens<4>(a, wt, r, t); break;
-                    case 5: tokens<5>(a, wt, r, t); break;
-                    case 6: tokens<6>(a, wt, r, t); break;
-                    case 7: tokens<7>(a, wt, r, t); break;
-                    default: break;
-                }
+                all_tokens<load16_f32>(a, wt, r, t0, t1);
+            }
+        }
+        return r_end;
+    }
+
+    // Rows packed ahead (pack_panels) as f32 columns in wt: a conversion,
+    // no transpose.
+    TACHYON_AVX512 static void convert_panel(const gemm_args& a, int64_t r, float* wt) {
+        const auto* p = reinterpret_cast<const typename L::elem*>(a.panels) + r * a.n_cols;
+        for (int64_t i = 0; i < a.n_cols * rm; i += 16) _mm512_store_ps(wt + i, L::load16(p + i));
+    }
+
+    // The same from weights packed ahead (pack_panels): group g of 32 rows
+    // is at a.panels + g * n_cols * 32 elements; r0 is a multiple of 32. A
+    // few tokens read the panels as they are. Many tokens convert a group
+    // to f32 first, once for all of them (with the conversion in the inner
+    // loop, f16 and bf16 measured 10 % slower).
+    TACHYON_AVX512 static int64_t run_packed(const gemm_args& a, int64_t r0, int64_t r1) {
+        using elem = typename L::elem;
+        const auto* panels = reinterpret_cast<const elem*>(a.panels);
+        const int64_t r_end = r0 + (r1 - r0) / rm * rm;
+        if (std::is_same_v<L, load16_f32> || a.n_tokens < min_tokens_convert) {
+            for (int64_t r = r0; r < r_end; r += rm) all_tokens<L>(a, panels + r * a.n_cols, r, 0, a.n_tokens);
+            return r_end;
+        }
+        thread_local std::vector<float> buffer;
+        buffer.resize(static_cast<size_t>(a.n_cols * rm + 16));
+        float* wt = buffer.data() + (16 - reinterpret_cast<uintptr_t>(buffer.data()) / sizeof(float) % 16) % 16;
+        const int64_t panel = std::max<int64_t>(nt, panel_bytes / static_cast<int64_t>(a.x_row_bytes) / nt * nt);
+        for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
+            const int64_t t1 = std::min(a.n_tokens, t0 + panel);
+            for (int64_t r = r0; r < r_end; r += rm) {
+                convert_panel(a, r, wt);
+                all_tokens<load16_f32>(a, wt, r, t0, t1);
             }
         }
         return r_end;
@@ -250,12 +307,20 @@ constexpr int64_t min_tokens_broadcast = 32;
 // converted serves 4 tokens instead of 2.
 constexpr int64_t min_cols_512 = 256;
 
+// Weights packed ahead (pack_panels) take rows_by_broadcast from this many
+// tokens: with no transpose to pay for, it beats the 4 x 4 tile's
+// horizontal sums from two tokens on.
+constexpr int64_t min_tokens_packed = 1;
+
 template <class L, tensor_type T>
 void gemm_by_width(const gemm_args& a, int64_t r0, int64_t r1) {
-    if (a.n_cols < min_cols_512 && a.n_tokens < 4) return avx2_kernels(T)->gemm(a, r0, r1);
-    if (a.n_tokens >= min_tokens_broadcast && a.n_cols <= max_cols_broadcast && a.n_cols % 16 == 0)
+    if (a.panels != nullptr && a.n_tokens >= min_tokens_packed && r0 % rows_by_broadcast<L>::rm == 0)
+        r0 = rows_by_broadcast<L>::run_packed(a, r0, r1);
+    else if (a.n_tokens >= min_tokens_broadcast && a.n_cols <= max_cols_broadcast && a.n_cols % 16 == 0)
         r0 = rows_by_broadcast<L>::run(a, r0, r1);
-    if (r0 < r1) gemm<float_tile512<L>>(a, r0, r1);
+    if (r0 >= r1) return;
+    if (a.n_cols < min_cols_512 && a.n_tokens < 4) return avx2_kernels(T)->gemm(a, r0, r1);
+    gemm<float_tile512<L>>(a, r0, r1);
 }
 
 // ---- q8_0 / q4_0 weights, two blocks per 512-bit register -------------------

@@ -18,6 +18,7 @@ struct gemm_args {
     int64_t n_tokens;
     float* y;               // [n_tokens, ldy]
     int64_t ldy;
+    const std::byte* panels = nullptr;  // float weights packed by pack_panels, or nullptr
 };
 
 struct type_kernels {

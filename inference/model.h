@@ -48,6 +48,7 @@ struct weight_ref {
     const void* data = nullptr;
     int64_t n_rows = 0;
     int64_t n_cols = 0;
+    const std::byte* panels = nullptr;  // the same weights packed for batches of a few tokens (pack_panels), or nullptr
     size_t bytes() const;
 };
 

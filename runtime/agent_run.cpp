@@ -510,7 +510,9 @@ asio::awaitable<run_outcome> runner::run() {
             }
             if (problem.empty()) {
                 out.answer = *minified;
+                const double wait_start = now_ms();
                 auto [ok, message] = co_await verify(answer);
+                out.tool_wait_ms += now_ms() - wait_start;
                 ++out.verify_attempts;
                 if (ok) {
                     out.verified = true;

@@ -93,7 +93,7 @@ struct run_outcome {
     double total_ms = 0;           // start to end of the run, whatever its outcome
     double model_ms = 0;           // prefill + decode time of all turns
     double tool_ms = 0;            // summed tool call durations
-    double tool_wait_ms = 0;       // time the loop waited for tools after a turn ended
+    double tool_wait_ms = 0;       // time the loop waited for tools (calls and verification) after a turn ended
     double overlap_saved_ms = 0;   // tool time hidden under decoding
     int prefill_tokens = 0, reused_tokens = 0, generated_tokens = 0;
     int drafted_tokens = 0, draft_accepted_tokens = 0;  // speculative decoding and jump-forward

@@ -177,7 +177,8 @@ int bench_agents(const cli::parsed_args& args) {
             const auto& r = results[i];
             os << (i ? ", " : "") << "{\"mode\": " << json::quote(r.name) << ", \"cases\": " << r.s.n << ", \"success\": " << r.s.n_success
                << ", \"p50_ms\": " << r.s.p50_ms << ", \"p95_ms\": " << r.s.p95_ms << ", \"p50_end_ms\": " << r.s.p50_end_ms
-               << ", \"p95_end_ms\": " << r.s.p95_end_ms << ", \"tasks_per_min\": " << r.tasks_per_min
+               << ", \"p95_end_ms\": " << r.s.p95_end_ms << ", \"p50_tool_wait_ms\": " << r.s.p50_wait_ms
+               << ", \"tasks_per_min\": " << r.tasks_per_min
                << ", \"decode_tok_s\": " << r.decode_tok_s << ", \"prefill_computed\": " << r.prefill_computed
                << ", \"prefill_avoided\": " << r.prefill_avoided << ", \"tool_time_hidden_pct\": " << r.hidden_pct
                << ", \"engine_cpu_ms\": " << r.engine_cpu_ms << ", \"speculative_calls\": " << r.spec_calls
@@ -188,7 +189,7 @@ int bench_agents(const cli::parsed_args& args) {
         std::cout << os.str();
         return 0;
     }
-    std::printf("%-28s %8s %9s %9s %8s %9s %10s %12s %12s %8s %8s %9s %16s %10s %10s %10s\n", "mode", "success", "p50 s", "p95 s", "end p50", "tasks/min",
+    std::printf("%-28s %8s %9s %9s %8s %8s %9s %10s %12s %12s %8s %8s %9s %16s %10s %10s %10s\n", "mode", "success", "p50 s", "p95 s", "end p50", "wait p50", "tasks/min",
                 "decode t/s", "prefill", "avoided", "hidden", "spec acc", "cpu ms/t", "spec tools", "p50 ratio", "end ratio", "tpm ratio");
     for (const auto& r : results) {
         char p50r[32] = "-", tpmr[32] = "-", endr[32] = "-";
@@ -200,13 +201,15 @@ int bench_agents(const cli::parsed_args& args) {
         char spec_tools[48] = "-";
         if (r.spec_calls > 0)
             std::snprintf(spec_tools, sizeof spec_tools, "%d/%d %.0fms", r.spec_hits, r.spec_calls, r.spec_hits ? r.spec_saved_ms / r.spec_hits : 0.0);
-        std::printf("%-28s %7.1f%% %9.2f %9.2f %8.2f %9.1f %10.0f %12.0f %12.0f %7.1f%% %8s %9.1f %16s %10s %10s %10s\n", r.name.c_str(),
+        std::printf("%-28s %7.1f%% %9.2f %9.2f %8.2f %8.2f %9.1f %10.0f %12.0f %12.0f %7.1f%% %8s %9.1f %16s %10s %10s %10s\n", r.name.c_str(),
                     r.s.n ? 100.0 * static_cast<double>(r.s.n_success) / static_cast<double>(r.s.n) : 0.0, r.s.p50_ms / 1000, r.s.p95_ms / 1000,
-                    r.s.p50_end_ms / 1000,
+                    r.s.p50_end_ms / 1000, r.s.p50_wait_ms / 1000,
                     r.tasks_per_min, r.decode_tok_s, r.prefill_computed, r.prefill_avoided, r.hidden_pct, acc,
                     r.s.n ? r.engine_cpu_ms / static_cast<double>(r.s.n) : 0.0, spec_tools, p50r, endr, tpmr);
     }
     std::printf("p50/p95: time to a verified correct answer (successful cases); end p50: time to the end of the run, every case;\n"
+                "wait p50: of the time to answer, what a run spent waiting for tool results and verification with nothing of it\n"
+                "  decoding (successful cases); a faster engine cannot shorten it (it would hide less tool time under decoding);\n"
                 "p50 ratio: sequential p50 / this mode's p50 (higher is faster); tpm ratio: tasks/min over sequential's;\n"
                 "spec acc: draft tokens kept / verified (prompt lookup and jump-forward);\n"
                 "cpu ms/t: engine thread CPU time per task (inference work, steady when the machine is busy);\n"

@@ -244,7 +244,7 @@ std::string case_line(const eval_case& c) {
 
 eval_summary summarize(const std::vector<eval_case>& cases) {
     eval_summary s;
-    std::vector<double> times, ends;
+    std::vector<double> times, ends, waits;
     for (const auto& c : cases) {
         ends.push_back(c.outcome.total_ms);
         ++s.n;
@@ -257,7 +257,10 @@ eval_summary summarize(const std::vector<eval_case>& cases) {
         s.mean_steps += c.outcome.steps;
         s.mean_generated += c.outcome.generated_tokens;
         s.mean_prefilled += c.outcome.prefill_tokens;
-        if (c.success) times.push_back(c.outcome.time_to_answer_ms);
+        if (c.success) {
+            times.push_back(c.outcome.time_to_answer_ms);
+            waits.push_back(c.outcome.tool_wait_ms);
+        }
     }
     if (s.n) {
         s.mean_steps /= static_cast<double>(s.n);
@@ -269,6 +272,7 @@ eval_summary summarize(const std::vector<eval_case>& cases) {
     s.p95_ms = percentile(times, 0.95);
     s.p50_end_ms = percentile(ends, 0.5);
     s.p95_end_ms = percentile(ends, 0.95);
+    s.p50_wait_ms = percentile(waits, 0.5);
     return s;
 }
 

@@ -91,6 +91,7 @@ struct eval_summary {
     size_t n_calls = 0, n_bad_calls = 0;
     double mean_ms = 0, p50_ms = 0, p95_ms = 0;  // time to verified answer, successful cases
     double p50_end_ms = 0, p95_end_ms = 0;       // time to the end of the run, every case
+    double p50_wait_ms = 0;  // of the time to answer, the part spent waiting for tools with nothing decoding (successful cases)
     double mean_steps = 0, mean_generated = 0, mean_prefilled = 0;
     double wall_ms_sum = 0;
 };

@@ -45,12 +45,17 @@ private:
     void attention(kernel_context& ctx, activations& A, const forward_batch& batch, kv_cache& kv, int layer);
     void layer(kernel_context& ctx, activations& A, const forward_batch& batch, kv_cache& kv, int il);
     void grow(activations& A, size_t n_tokens) const;
+    void pack_small_model();
+
+    // Float weights up to this size in all are packed as panels.
+    static constexpr size_t max_packed_bytes = size_t{16} << 20;
 
     weight_ref tok_embd_;             // [n_vocab, n_embd]
     std::vector<layer_weights> layers_;
     const float* output_norm_ = nullptr;  // [n_embd]
     weight_ref output_;               // [n_vocab, n_embd] (token_embd when tied)
     std::vector<std::vector<float>> owned_;  // norms/biases converted to f32 when stored otherwise
+    std::vector<weight_panels> panels_;      // owners of the weight_ref::panels
 
     // Activations of one forward call, grown to the largest batch seen (no
     // allocation per step). Two calls may run at once (the engine's
@@ -197,7 +202,32 @@ status llama_model::bind(std::unique_ptr<gguf_file> file) {
         return make_error(errc::unsupported, file_->path() + ": tied output uses token_embd.weight of type " +
                                                  std::string(to_string(tok_embd_.type)) + ", which tachyon cannot multiply");
     }
+    pack_small_model();
     return {};
+}
+
+// Float models small enough that their weights stay in cache get their
+// matrices packed as panels too (kernels.h): decode of several sequences
+// and the verification of drafts then multiply without transposes or
+// horizontal sums. Larger models stream their weights from memory, where a
+// second copy would only add to what is read and held.
+void llama_model::pack_small_model() {
+    std::vector<weight_ref*> all;
+    for (auto& L : layers_)
+        for (weight_ref* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.gate, &L.up, &L.down}) all.push_back(w);
+    all.push_back(&output_);
+    size_t total = 0;
+    for (const weight_ref* w : all) {
+        if (!panels_pay(w->type, w->n_rows, w->n_cols)) continue;
+        total += w->bytes();
+    }
+    if (total == 0 || total > max_packed_bytes) return;
+    for (weight_ref* w : all) {
+        auto p = pack_panels(w->type, w->data, w->n_rows, w->n_cols);
+        if (p.data == nullptr) continue;
+        w->panels = p.data;
+        panels_.push_back(std::move(p));
+    }
 }
 
 void llama_model::grow(activations& A, size_t n) const {
@@ -300,9 +330,9 @@ void llama_model::layer(kernel_context& ctx, activations& A, const forward_batch
     const kernel_isa isa = ctx.isa();
 
     for (int64_t t = 0; t < n; ++t) rmsnorm(&A.h[t * n_embd], &A.x[t * n_embd], L.attn_norm, n_embd, hp.rms_eps, isa);
-    matmul(ctx, L.wq.type, L.wq.data, n_q, n_embd, A.h.data(), n, A.q.data());
-    matmul(ctx, L.wk.type, L.wk.data, n_kv, n_embd, A.h.data(), n, A.k.data());
-    matmul(ctx, L.wv.type, L.wv.data, n_kv, n_embd, A.h.data(), n, A.v.data());
+    matmul(ctx, L.wq.type, L.wq.data, n_q, n_embd, A.h.data(), n, A.q.data(), L.wq.panels);
+    matmul(ctx, L.wk.type, L.wk.data, n_kv, n_embd, A.h.data(), n, A.k.data(), L.wk.panels);
+    matmul(ctx, L.wv.type, L.wv.data, n_kv, n_embd, A.h.data(), n, A.v.data(), L.wv.panels);
     for (int64_t t = 0; t < n; ++t) {
         if (L.bq) add(&A.q[t * n_q], &A.q[t * n_q], L.bq, n_q, isa);
         if (L.bk) add(&A.k[t * n_kv], &A.k[t * n_kv], L.bk, n_kv, isa);
@@ -317,14 +347,14 @@ void llama_model::layer(kernel_context& ctx, activations& A, const forward_batch
         std::memcpy(kv.v_row(il, s, pos), &A.v[t * n_kv], static_cast<size_t>(n_kv) * sizeof(float));
     }
     attention(ctx, A, batch, kv, il);
-    matmul(ctx, L.wo.type, L.wo.data, n_embd, n_q, A.att.data(), n, A.tmp.data());
+    matmul(ctx, L.wo.type, L.wo.data, n_embd, n_q, A.att.data(), n, A.tmp.data(), L.wo.panels);
     add(A.x.data(), A.x.data(), A.tmp.data(), n * n_embd, isa);
 
     for (int64_t t = 0; t < n; ++t) rmsnorm(&A.h[t * n_embd], &A.x[t * n_embd], L.ffn_norm, n_embd, hp.rms_eps, isa);
-    matmul(ctx, L.gate.type, L.gate.data, n_ff, n_embd, A.h.data(), n, A.gate.data());
-    matmul(ctx, L.up.type, L.up.data, n_ff, n_embd, A.h.data(), n, A.up.data());
+    matmul(ctx, L.gate.type, L.gate.data, n_ff, n_embd, A.h.data(), n, A.gate.data(), L.gate.panels);
+    matmul(ctx, L.up.type, L.up.data, n_ff, n_embd, A.h.data(), n, A.up.data(), L.up.panels);
     silu_mul(A.gate.data(), A.gate.data(), A.up.data(), n * n_ff, isa);
-    matmul(ctx, L.down.type, L.down.data, n_embd, n_ff, A.gate.data(), n, A.tmp.data());
+    matmul(ctx, L.down.type, L.down.data, n_embd, n_ff, A.gate.data(), n, A.tmp.data(), L.down.panels);
     add(A.x.data(), A.x.data(), A.tmp.data(), n * n_embd, isa);
 }
 
@@ -361,7 +391,7 @@ void llama_model::forward(kernel_context& ctx, const forward_batch& batch, kv_ca
         rmsnorm(&A.out_h[n_out * n_embd], &A.x[t * n_embd], output_norm_, n_embd, hp.rms_eps, ctx.isa());
         ++n_out;
     }
-    if (n_out > 0) matmul(ctx, output_.type, output_.data, hp.n_vocab, n_embd, A.out_h.data(), n_out, logits);
+    if (n_out > 0) matmul(ctx, output_.type, output_.data, hp.n_vocab, n_embd, A.out_h.data(), n_out, logits, output_.panels);
     std::lock_guard lock(pool_mutex_);
     pool_.push_back(std::move(set));
 }

@@ -311,6 +311,57 @@ TEST_CASE("matmul on two threads gives the same numbers as on one") {
     }
 }
 
+TEST_CASE("matmul with weights packed as panels matches the double-precision reference on one and two threads") {
+    // 70 rows: two whole groups of 32 and a tail of 6 without a panel.
+    const int64_t n_rows = 70, n_cols = 96;
+    for (tensor_type type : {tensor_type::f32, tensor_type::f16, tensor_type::bf16}) {
+        const auto w = random_weights(type, n_rows, n_cols, 31);
+        const weight_panels panels = pack_panels(type, w.data(), n_rows, n_cols);
+        if (!cpu_has_avx512()) {
+            CHECK(panels.data == nullptr);  // no kernels that use them
+            continue;
+        }
+        REQUIRE(panels.data != nullptr);
+        CHECK(panels.size_bytes() >= static_cast<size_t>(2 * 32 * n_cols) * (type == tensor_type::f32 ? 4 : 2));
+        std::vector<float> wf(static_cast<size_t>(n_rows * n_cols));
+        for (int64_t r = 0; r < n_rows; ++r)
+            dequantize_row(type, w.data() + r * row_size(type, n_cols), wf.data() + r * n_cols, n_cols);
+        kernel_context one(1), two(2);
+        // 1 takes the row kernels; 2-15 read the panels as they are, 16 and
+        // more convert them first; 8 tokens at a time with a tail.
+        for (int64_t n_tokens : {1, 2, 3, 8, 15, 16, 17, 37}) {
+            CAPTURE(to_string(type));
+            CAPTURE(n_tokens);
+            const auto x = random_floats(static_cast<size_t>(n_tokens * n_cols), 41);
+            std::vector<float> y1(static_cast<size_t>(n_tokens * n_rows), -1.0f), y2(y1.size(), -2.0f);
+            matmul(one, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y1.data(), panels.data);
+            matmul(two, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y2.data(), panels.data);
+            int n_bad = 0;
+            for (int64_t t = 0; t < n_tokens; ++t) {
+                for (int64_t r = 0; r < n_rows; ++r) {
+                    double ref = 0.0, tol = 0.0;
+                    for (int64_t k = 0; k < n_cols; ++k) {
+                        ref += static_cast<double>(wf[r * n_cols + k]) * x[t * n_cols + k];
+                        tol += std::fabs(static_cast<double>(wf[r * n_cols + k]) * x[t * n_cols + k]) * 1e-5;
+                    }
+                    if (std::fabs(y1[t * n_rows + r] - ref) > tol) ++n_bad;
+                }
+            }
+            CHECK(n_bad == 0);
+            CHECK(y1 == y2);  // threads take whole groups of 32 rows
+        }
+    }
+}
+
+TEST_CASE("only float weights of 32 rows and more, 16-multiple long, are packed as panels") {
+    const auto q = random_weights(tensor_type::q8_0, 64, 64, 5);
+    CHECK(pack_panels(tensor_type::q8_0, q.data(), 64, 64).data == nullptr);
+    const auto few = random_weights(tensor_type::f16, 31, 64, 5);
+    CHECK(pack_panels(tensor_type::f16, few.data(), 31, 64).data == nullptr);
+    const auto odd = random_weights(tensor_type::f32, 64, 40, 5);
+    CHECK(pack_panels(tensor_type::f32, odd.data(), 64, 40).data == nullptr);
+}
+
 TEST_CASE("matmul of an empty batch writes nothing") {
     kernel_context ctx;
     const auto w = random_weights(tensor_type::f32, 4, 8, 1);
