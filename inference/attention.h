@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "inference/kernels.h"
 
@@ -39,5 +40,34 @@ struct attention_row {
     float* out;       // [head_dim]
 };
 void attend_rows(const attention_args& shared, const attention_row* rows, int n_rows, int head_dim, kernel_isa isa);
+
+// Prompt processing on AMX-BF16 tiles (cpu_has_amx_bf16(), head_dim 32 or
+// 64, block size 16). Each f32 value of q, K, V and the softmax weights is
+// split into a bf16 high part and a bf16 remainder; the tiles multiply
+// hi·hi + hi·lo + lo·hi and accumulate in f32, so a product keeps about 16
+// bits of its 24 (the lo·lo term left out is 2^-16 of it). One tile multiply
+// does 16 rows x 16 positions x 32 dimensions, which AVX-512 spends 512
+// multiply-adds on.
+//
+// The K and V of one sequence and KV head are converted once into tile
+// order (attention_kv_bf16) and then serve every group of up to 16 query
+// rows of the prompt chunk.
+bool attention_bf16_supported(int head_dim, int block_size);
+struct attention_kv_bf16 {
+    int head_dim = 0;
+    int n_pos = 0;
+    float k_norm_max = 0;  // the largest |k| of the positions (bounds the scores)
+    // K: per block of 16 positions and 32 dimensions, a hi and a lo tile of
+    // 16 dimension pairs x 16 positions x 2; V: per 32 positions and 16
+    // dimensions, a hi and a lo tile of 16 position pairs x 16 dimensions x
+    // 2. A pair is dimensions (or positions) i and i + 16 of its 32.
+    std::vector<uint16_t> k, v;
+};
+// Converts positions [0, n_pos) of the blocks in `a` (k, v, stride; block
+// size 16). Positions past n_pos read as zero.
+void convert_kv_bf16(const attention_args& a, int head_dim, int n_pos, attention_kv_bf16& out);
+// Up to 16 rows over converted K/V (rows' n_pos <= kv.n_pos).
+constexpr int max_attention_rows_bf16 = 16;
+void attend_rows_bf16(const attention_kv_bf16& kv, const attention_row* rows, int n_rows, float scale);
 
 }  // namespace tachyon

@@ -224,6 +224,18 @@ bool cpu_has_amx() {
     return granted;
 }
 
+bool cpu_has_amx_bf16() {
+    static const bool has = [] {
+        if (!cpu_has_amx()) return false;
+        // CPUID leaf 7: sub-leaf 0 EDX bit 22 (AMX-BF16), sub-leaf 1 EAX bit 5 (AVX512-BF16).
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || ((edx >> 22) & 1u) == 0) return false;
+        if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) || ((eax >> 5) & 1u) == 0) return false;
+        return true;
+    }();
+    return has;
+}
+
 kernel_isa select_isa(const char* env_value, bool has_avx2, bool has_avx_vnni, bool has_avx512, bool has_amx) {
     const std::string_view env = env_value != nullptr ? env_value : "";
     if (env == "scalar") return kernel_isa::scalar;

@@ -40,6 +40,8 @@ bool cpu_has_avx512();
 // True when the CPU also has AMX-TILE and AMX-INT8 and the OS grants this
 // process the tile state (asked for once, on the first call).
 bool cpu_has_amx();
+// True when the CPU also has AMX-BF16 and AVX512-BF16 (attention on tiles).
+bool cpu_has_amx_bf16();
 
 // The kernels to use given the value of TACHYON_KERNELS (nullptr when unset)
 // and the CPU: "scalar" forces the reference kernels, "avx2" the AVX2 ones

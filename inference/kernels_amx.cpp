@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "inference/amx_tiles.h"
 #include "inference/kernels_internal.h"
 #include "inference/kernels_transpose16.h"
 #include "inference/quant.h"
@@ -41,19 +42,6 @@ constexpr int tile = 16;  // weight rows per A tile, tokens per B tile
 // vs AVX-512: q8_0 n=3 0.9x, n=4 1.04x, n=5 1.56x, n=8 1.58x, n=32 3.4x;
 // q4_0 n=3 0.7x, n=4 0.93x, n=5 1.26x, n=8 1.70x, n=32 3.2x).
 constexpr int64_t min_tokens = 5;
-
-// The 64-byte operand of ldtilecfg (palette 1).
-struct alignas(64) tile_config {
-    uint8_t palette = 1;
-    uint8_t start_row = 0;
-    uint8_t reserved[14] = {};
-    uint16_t colsb[16] = {};
-    uint8_t rows[16] = {};
-};
-
-// GCC's tileloadd does not tell the compiler it reads memory: what a tile
-// loads must be stored before this.
-inline void memory_barrier(const void* p) { __asm__ volatile("" : : "r"(p) : "memory"); }
 
 // tmm0, tmm1: int32 results (16 weight rows x 16 tokens) of blocks b and
 // b + 1; tmm2, tmm3: weights (16 rows x 32 bytes); tmm4, tmm5: activations

@@ -47,6 +47,10 @@ private:
     void grow(activations& A, size_t n_tokens) const;
     void pack_small_model();
 
+    // Prompt chunks of at least this many tokens of one sequence take the
+    // AMX-BF16 attention: converting the sequence's K/V costs about as much
+    // as attending 8 tokens to it.
+    static constexpr int min_tokens_bf16 = 16;
     // Float weights up to this size in all are packed as panels.
     static constexpr size_t max_packed_bytes = size_t{16} << 20;
 
@@ -71,6 +75,7 @@ private:
         std::vector<float> tmp;   // [n, n_embd]
         std::vector<float> gate;  // [n, n_ff]
         std::vector<float> up;    // [n, n_ff]
+        std::vector<attention_kv_bf16> kv_bf16;  // [prompt run, KV head] K/V in AMX tile order
         std::vector<float> out_h; // [n_logits, n_embd]
         std::vector<float> rope;  // [n, head_dim]  cos/sin of each token's angles (rope_table), for every layer
     };
@@ -256,29 +261,71 @@ void llama_model::attention(kernel_context& ctx, activations& A, const forward_b
     const int bs = kv.config().block_size;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     const kernel_isa isa = ctx.isa();
-    // Tiles: up to max_attention_rows query rows (head, token) that share a KV
-    // head and a sequence: the heads of one group, for consecutive tokens.
+    // Prompt chunks of at least min_tokens_bf16 tokens go to AMX-BF16 tiles
+    // of 16 rows, where the CPU has them.
+    const bool bf16 = isa >= kernel_isa::amx && group <= max_attention_rows_bf16 && attention_bf16_supported(hd, bs);
+    // Tiles: query rows (head, token) that share a KV head and a sequence:
+    // the heads of one group, for consecutive tokens.
     struct tile {
         size_t t0;       // first batch token
         int n_tokens;    // consecutive tokens of one sequence
         int g;           // KV head
         int h0, n_heads; // query heads h0 .. h0 + n_heads - 1 of group g
+        int run;         // prompt run whose converted K/V the tile reads (AMX-BF16), or -1
+    };
+    struct prompt_run {
+        seq_id seq;
+        int n_pos;  // positions the run's last token sees
     };
     thread_local std::vector<tile> tiles;
+    thread_local std::vector<prompt_run> runs;
     tiles.clear();
+    runs.clear();
     const int heads_per_tile = std::min(group, max_attention_rows);
     const int tokens_per_tile = std::max(1, max_attention_rows / heads_per_tile);
+    const int tokens_per_tile_bf16 = max_attention_rows_bf16 / group;
     int max_pos = 0;
     for (size_t t = 0; t < batch.size();) {
         size_t run = 1;  // tokens of the same sequence at consecutive positions
-        while (t + run < batch.size() && run < static_cast<size_t>(tokens_per_tile) && batch.seqs[t + run] == batch.seqs[t] &&
-               batch.positions[t + run] == batch.positions[t + run - 1] + 1)
+        while (t + run < batch.size() && batch.seqs[t + run] == batch.seqs[t] && batch.positions[t + run] == batch.positions[t + run - 1] + 1)
             ++run;
-        for (int g = 0; g < hp.n_head_kv; ++g)
-            for (int h0 = g * group; h0 < (g + 1) * group; h0 += heads_per_tile)
-                tiles.push_back({t, static_cast<int>(run), g, h0, std::min(heads_per_tile, (g + 1) * group - h0)});
         for (size_t k = t; k < t + run; ++k) max_pos = std::max(max_pos, batch.positions[k]);
+        if (bf16 && run >= static_cast<size_t>(min_tokens_bf16)) {
+            const int r = static_cast<int>(runs.size());
+            runs.push_back({batch.seqs[t], batch.positions[t + run - 1] + 1});
+            for (size_t t0 = t; t0 < t + run; t0 += static_cast<size_t>(tokens_per_tile_bf16))
+                for (int g = 0; g < hp.n_head_kv; ++g)
+                    tiles.push_back({t0, static_cast<int>(std::min(t + run - t0, static_cast<size_t>(tokens_per_tile_bf16))), g, g * group, group, r});
+        } else {
+            for (size_t t0 = t; t0 < t + run; t0 += static_cast<size_t>(tokens_per_tile))
+                for (int g = 0; g < hp.n_head_kv; ++g)
+                    for (int h0 = g * group; h0 < (g + 1) * group; h0 += heads_per_tile)
+                        tiles.push_back({t0, static_cast<int>(std::min(t + run - t0, static_cast<size_t>(tokens_per_tile))), g, h0,
+                                         std::min(heads_per_tile, (g + 1) * group - h0), -1});
+        }
         t += run;
+    }
+    // The K and V of every prompt run and KV head in tile order, once for
+    // all of the run's tiles.
+    if (!runs.empty()) {
+        const int64_t n_conv = static_cast<int64_t>(runs.size()) * hp.n_head_kv;
+        if (A.kv_bf16.size() < static_cast<size_t>(n_conv)) A.kv_bf16.resize(static_cast<size_t>(n_conv));
+        ctx.parallel_for(n_conv, 1, [&](int64_t begin, int64_t end) {
+            thread_local std::vector<const float*> k_blocks, v_blocks;
+            for (int64_t i = begin; i < end; ++i) {
+                const prompt_run& pr = runs[static_cast<size_t>(i / hp.n_head_kv)];
+                const int g = static_cast<int>(i % hp.n_head_kv);
+                std::span<const int> blocks = kv.block_table(pr.seq);
+                k_blocks.resize(blocks.size());
+                v_blocks.resize(blocks.size());
+                for (size_t b = 0; b < blocks.size(); ++b) {
+                    k_blocks[b] = kv.k_block(il, blocks[b]) + static_cast<size_t>(g) * hd * bs;
+                    v_blocks[b] = kv.v_block(il, blocks[b]) + g * hd;
+                }
+                const attention_args a{nullptr, k_blocks.data(), v_blocks.data(), bs, n_kv, 0, scale, nullptr, nullptr};
+                convert_kv_bf16(a, hd, pr.n_pos, A.kv_bf16[static_cast<size_t>(i)]);
+            }
+        });
     }
     // Split only when the work pays for the fan-out: ~positions × head_dim × rows per tile.
     const int64_t grain = std::max<int64_t>(1, 16384 / (static_cast<int64_t>(max_pos + 1) * hd * max_attention_rows));
@@ -293,6 +340,20 @@ void llama_model::attention(kernel_context& ctx, activations& A, const forward_b
         int bound_g = -1;
         for (int64_t w = begin; w < end; ++w) {
             const tile& tl = work[static_cast<size_t>(w)];
+            attention_row rows[max_attention_rows_bf16];
+            int n_rows = 0;
+            for (int i = 0; i < tl.n_tokens; ++i) {
+                const size_t t = tl.t0 + static_cast<size_t>(i);
+                for (int h = tl.h0; h < tl.h0 + tl.n_heads; ++h, ++n_rows) {
+                    const size_t off = t * n_q + static_cast<size_t>(h) * hd;
+                    rows[n_rows] = {A.q.data() + off, batch.positions[t] + 1, scores.data() + static_cast<size_t>(n_rows % max_attention_rows) * stride,
+                                    A.att.data() + off};
+                }
+            }
+            if (tl.run >= 0) {
+                attend_rows_bf16(A.kv_bf16[static_cast<size_t>(tl.run * hp.n_head_kv + tl.g)], rows, n_rows, scale);
+                continue;
+            }
             // Consecutive tiles mostly share the sequence and KV head: bind block bases once.
             if (batch.seqs[tl.t0] != bound || tl.g != bound_g) {
                 bound = batch.seqs[tl.t0];
@@ -306,16 +367,6 @@ void llama_model::attention(kernel_context& ctx, activations& A, const forward_b
                 }
             }
             attention_args shared{nullptr, k_blocks.data(), v_blocks.data(), bs, n_kv, 0, scale, nullptr, nullptr};
-            attention_row rows[max_attention_rows];
-            int n_rows = 0;
-            for (int i = 0; i < tl.n_tokens; ++i) {
-                const size_t t = tl.t0 + static_cast<size_t>(i);
-                for (int h = tl.h0; h < tl.h0 + tl.n_heads; ++h, ++n_rows) {
-                    const size_t off = t * n_q + static_cast<size_t>(h) * hd;
-                    rows[n_rows] = {A.q.data() + off, batch.positions[t] + 1, scores.data() + static_cast<size_t>(n_rows) * stride,
-                                    A.att.data() + off};
-                }
-            }
             attend_rows(shared, rows, n_rows, hd, isa);
         }
     });
