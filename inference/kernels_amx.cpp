@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "inference/amx_tiles.h"
+#include "inference/kernels.h"
 #include "inference/kernels_internal.h"
 #include "inference/kernels_transpose16.h"
 #include "inference/quant.h"
@@ -235,6 +236,159 @@ TACHYON_AMX void gemm_amx(const gemm_args& a, int64_t r0, int64_t r1) {
     if (r_full < r1) avx512_kernels(T)->gemm(a, r_full, r1);
 }
 
+// ---- f16 / bf16 weights on AMX-BF16 tiles ----------------------------------
+//
+// A float matmul of 32 tokens and more multiplies bf16 tiles: the tokens'
+// activations are the A tiles (16 tokens x 32 columns), the weights the B
+// tiles (16 pairs of columns x 16 rows), so a result tile is 16 tokens x 16
+// rows of y as it is laid out. Every f32 activation is split into a bf16
+// high part and a bf16 remainder; an f16 weight is exactly the sum of two
+// bf16 (its 11 significant bits are 8 + 3), a bf16 weight is one. Three
+// tile products (x_hi·w_hi + x_hi·w_lo + x_lo·w_hi; two for bf16) then give
+// each product to about 2^-17 of its size, and the tiles accumulate in f32.
+
+#define TACHYON_AMX_BF16 \
+    __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512bf16,avx2,fma,f16c,amx-tile,amx-bf16")))
+
+// Below this many tokens the AVX-512 kernels run: a call splits the
+// activations and converts each group of 16 rows, which a few token tiles
+// do not pay for.
+constexpr int64_t min_tokens_bf16 = 32;
+
+// x = hi + lo for 32 values (x0: the first 16, x1: the next), as 32 bf16 each.
+TACHYON_AMX_BF16 inline void split32(__m512 x0, __m512 x1, __m512i& hi, __m512i& lo) {
+    hi = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(x1, x0));
+    const __m512 h0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hi)), 16));
+    const __m512 h1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hi, 1)), 16));
+    lo = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(_mm512_sub_ps(x1, h1), _mm512_sub_ps(x0, h0)));
+}
+
+// The activations as A tiles: [tokens rounded up to 16][n_cols] bf16, hi and lo.
+struct split_tokens {
+    std::vector<uint16_t> hi, lo;
+};
+
+TACHYON_AMX_BF16 void split_activations(const gemm_args& a, split_tokens& x) {
+    const int64_t n_rows = (a.n_tokens + tile - 1) / tile * tile;
+    x.hi.resize(static_cast<size_t>(n_rows * a.n_cols));
+    x.lo.resize(x.hi.size());
+    for (int64_t t = 0; t < n_rows; ++t) {
+        uint16_t* hi = x.hi.data() + t * a.n_cols;
+        uint16_t* lo = x.lo.data() + t * a.n_cols;
+        if (t >= a.n_tokens) {
+            std::fill(hi, hi + a.n_cols, uint16_t{0});
+            std::fill(lo, lo + a.n_cols, uint16_t{0});
+            continue;
+        }
+        const float* row = reinterpret_cast<const float*>(a.x + t * a.x_row_bytes);
+        for (int64_t k = 0; k < a.n_cols; k += 32) {
+            __m512i h, l;
+            split32(_mm512_loadu_ps(row + k), _mm512_loadu_ps(row + k + 16), h, l);
+            _mm512_storeu_si512(hi + k, h);
+            _mm512_storeu_si512(lo + k, l);
+        }
+    }
+}
+
+// Rows r.. r + 15 as B tiles, per 32 columns a hi and a lo tile: row i of a
+// tile holds columns 2i, 2i + 1 of each of the 16 rows.
+template <tensor_type T>
+TACHYON_AMX_BF16 void weight_tiles(const gemm_args& a, int64_t r, uint16_t* w) {
+    const int64_t n_chunks = a.n_cols / 32;
+    for (int64_t c = 0; c < n_chunks; ++c) {
+        __m512 h[tile], l[tile];
+#pragma GCC unroll 16
+        for (int n = 0; n < tile; ++n) {
+            const auto* row = reinterpret_cast<const uint16_t*>(a.w + (r + n) * a.w_row_bytes) + 32 * c;
+            __m512 x0, x1;
+            if constexpr (T == tensor_type::f16) {
+                x0 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row)));
+                x1 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 16)));
+            } else {
+                x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row))), 16));
+                x1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 16))), 16));
+            }
+            __m512i hi, lo;
+            split32(x0, x1, hi, lo);
+            h[n] = _mm512_castsi512_ps(hi);
+            l[n] = _mm512_castsi512_ps(lo);
+        }
+        transpose16(h);  // dword i of row n (columns 2i, 2i + 1) -> row i, lane n
+        uint16_t* out = w + c * 2 * 512;
+#pragma GCC unroll 16
+        for (int i = 0; i < tile; ++i) _mm512_storeu_ps(reinterpret_cast<float*>(out + i * 32), h[i]);
+        if constexpr (T == tensor_type::f16) {
+            transpose16(l);
+#pragma GCC unroll 16
+            for (int i = 0; i < tile; ++i) _mm512_storeu_ps(reinterpret_cast<float*>(out + 512 + i * 32), l[i]);
+        }
+    }
+}
+
+template <tensor_type T>
+TACHYON_AMX_BF16 void gemm_amx_float(const gemm_args& a, int64_t r0, int64_t r1) {
+    static const bool has_bf16 = cpu_has_amx_bf16();
+    if (!has_bf16 || a.n_tokens < min_tokens_bf16 || a.n_cols % 32 != 0) return avx512_kernels(T)->gemm(a, r0, r1);
+    const int64_t r_full = r0 + (r1 - r0) / tile * tile;
+    const int64_t n_chunks = a.n_cols / 32, n_pad = (a.n_tokens + tile - 1) / tile * tile;
+    const long x_stride = static_cast<long>(a.n_cols) * 2;
+    thread_local split_tokens x;
+    thread_local std::vector<uint16_t> w;
+    split_activations(a, x);
+    tile_config cfg;
+    for (int i = 0; i < 8; ++i) cfg.rows[i] = tile, cfg.colsb[i] = 64;
+    memory_barrier(&cfg);
+    _tile_loadconfig(&cfg);
+    memory_barrier(x.hi.data());
+    alignas(64) float part[tile][tile];  // a partial token tile's results
+    // tmm0, tmm1: results of tokens t.. t + 15 and t + 16.. t + 31; tmm2-5:
+    // their activations (hi, lo); tmm6, tmm7: the weights (hi, lo).
+    const auto store = [&](float* y, int64_t t, auto write_tile) TACHYON_AMX_BF16 {
+        const int64_t n = std::min<int64_t>(tile, a.n_tokens - t);
+        if (n == tile) return write_tile(y + t * a.ldy, static_cast<long>(a.ldy) * 4);
+        write_tile(&part[0][0], static_cast<long>(tile) * 4);
+        memory_barrier(part);
+        for (int64_t i = 0; i < n; ++i) std::copy(part[i], part[i] + tile, y + (t + i) * a.ldy);
+    };
+    // Every row group's tiles first, then 32 tokens at a time against all of
+    // them: the tokens' tiles stay in L1 while the weights stream from L2
+    // (the other order reads each token tile again from L2 for every group).
+    const int64_t group_elems = n_chunks * 2 * 512;
+    w.resize(static_cast<size_t>((r_full - r0) / tile * group_elems));
+    for (int64_t r = r0; r < r_full; r += tile) weight_tiles<T>(a, r, w.data() + (r - r0) / tile * group_elems);
+    memory_barrier(w.data());
+    for (int64_t t = 0; t < n_pad; t += 2 * tile) {
+        const bool two = t + tile < n_pad;
+        for (int64_t r = r0; r < r_full; r += tile) {
+            const uint16_t* wg = w.data() + (r - r0) / tile * group_elems;
+            _tile_zero(0);
+            _tile_zero(1);
+            for (int64_t c = 0; c < n_chunks; ++c) {
+                const uint16_t* wc = wg + c * 2 * 512;
+                _tile_loadd(6, wc, 64);
+                if constexpr (T == tensor_type::f16) _tile_loadd(7, wc + 512, 64);
+                _tile_loadd(2, x.hi.data() + t * a.n_cols + 32 * c, x_stride);
+                _tile_loadd(3, x.lo.data() + t * a.n_cols + 32 * c, x_stride);
+                _tile_dpbf16ps(0, 2, 6);
+                if constexpr (T == tensor_type::f16) _tile_dpbf16ps(0, 2, 7);
+                _tile_dpbf16ps(0, 3, 6);
+                if (two) {
+                    _tile_loadd(4, x.hi.data() + (t + tile) * a.n_cols + 32 * c, x_stride);
+                    _tile_loadd(5, x.lo.data() + (t + tile) * a.n_cols + 32 * c, x_stride);
+                    _tile_dpbf16ps(1, 4, 6);
+                    if constexpr (T == tensor_type::f16) _tile_dpbf16ps(1, 4, 7);
+                    _tile_dpbf16ps(1, 5, 6);
+                }
+            }
+            float* y = a.y + r;
+            store(y, t, [](float* p, long stride) TACHYON_AMX_BF16 { _tile_stored(0, p, stride); });
+            if (two) store(y, t + tile, [](float* p, long stride) TACHYON_AMX_BF16 { _tile_stored(1, p, stride); });
+        }
+    }
+    _tile_release();
+    if (r_full < r1) avx512_kernels(T)->gemm(a, r_full, r1);
+}
+
 }  // namespace
 
 bool os_grants_amx() {
@@ -250,9 +404,13 @@ const type_kernels* amx_kernels(tensor_type weight) {
                                    avx512_kernels(tensor_type::q8_0)->quantize};
     static const type_kernels q4_0{gemm_amx<tensor_type::q4_0>, avx512_kernels(tensor_type::q4_0)->dot,
                                    avx512_kernels(tensor_type::q4_0)->quantize};
+    static const type_kernels f16{gemm_amx_float<tensor_type::f16>, avx512_kernels(tensor_type::f16)->dot, nullptr};
+    static const type_kernels bf16{gemm_amx_float<tensor_type::bf16>, avx512_kernels(tensor_type::bf16)->dot, nullptr};
     switch (weight) {
         case tensor_type::q8_0: return &q8_0;
         case tensor_type::q4_0: return &q4_0;
+        case tensor_type::f16: return &f16;
+        case tensor_type::bf16: return &bf16;
         default: return avx512_kernels(weight);
     }
 }
