@@ -407,34 +407,34 @@ TACHYON_AMX_BF16 inline void store_pair(uint16_t* hi, uint16_t* lo, __m512 x0, _
     _mm512_storeu_si512(lo, l);
 }
 
-TACHYON_AMX_BF16 void convert_kv_bf16_avx512(const attention_args& a, int hd, int n_pos, attention_kv_bf16& out) {
-    const int n_blocks = (n_pos + 15) / 16, n_chunks = (n_pos + 31) / 32;
+TACHYON_AMX_BF16 void convert_kv_bf16_avx512(const attention_args& a, int hd, int n_pos, attention_kv_bf16& out, int first_chunk) {
+    const int n_chunks = (n_pos + 31) / 32;
     const int kc = hd / 32, vh = hd / 16;
     out.head_dim = hd;
     out.n_pos = n_pos;
-    out.k.resize(static_cast<size_t>(n_blocks) * kc * 2 * tile_elems);
+    out.k.resize(static_cast<size_t>(2 * n_chunks) * kc * 2 * tile_elems);
     out.v.resize(static_cast<size_t>(n_chunks) * vh * 2 * tile_elems);
-    // K^T rows d and d + 16 of a block (16 positions each) make one B tile row.
-    __m512 norm_max = _mm512_setzero_ps();
-    for (int b = 0; b < n_blocks; ++b) {
-        const float* kt = a.k[b];
-        const int valid = std::min(16, n_pos - 16 * b);
-        const auto m = static_cast<__mmask16>(valid >= 16 ? 0xffffu : (1u << valid) - 1u);
-        __m512 norm = _mm512_setzero_ps();
-        for (int c = 0; c < kc; ++c) {
-            uint16_t* hi = out.k.data() + static_cast<size_t>(b * kc + c) * 2 * tile_elems;
-            for (int i = 0; i < 16; ++i) {
-                const int d = 32 * c + i;
-                const __m512 x0 = _mm512_maskz_loadu_ps(m, kt + d * 16), x1 = _mm512_maskz_loadu_ps(m, kt + (d + 16) * 16);
-                norm = _mm512_fmadd_ps(x0, x0, _mm512_fmadd_ps(x1, x1, norm));
-                store_pair(hi + 32 * i, hi + tile_elems + 32 * i, x0, x1);
+    out.chunk_norm.resize(static_cast<size_t>(n_chunks));
+    for (int ch = first_chunk; ch < n_chunks; ++ch) {
+        // K^T rows d and d + 16 of a block (16 positions each) make one B tile row.
+        __m512 norm[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+        for (int b = 2 * ch; b < 2 * ch + 2; ++b) {
+            const int valid = std::clamp(n_pos - 16 * b, 0, 16);
+            const auto m = static_cast<__mmask16>(valid >= 16 ? 0xffffu : (1u << valid) - 1u);
+            const float* kt = valid > 0 ? a.k[b] : nullptr;  // a block past the sequence reads as zero
+            for (int c = 0; c < kc; ++c) {
+                uint16_t* hi = out.k.data() + static_cast<size_t>(b * kc + c) * 2 * tile_elems;
+                for (int i = 0; i < 16; ++i) {
+                    const int d = 32 * c + i;
+                    const __m512 x0 = kt ? _mm512_maskz_loadu_ps(m, kt + d * 16) : _mm512_setzero_ps();
+                    const __m512 x1 = kt ? _mm512_maskz_loadu_ps(m, kt + (d + 16) * 16) : _mm512_setzero_ps();
+                    norm[b & 1] = _mm512_fmadd_ps(x0, x0, _mm512_fmadd_ps(x1, x1, norm[b & 1]));
+                    store_pair(hi + 32 * i, hi + tile_elems + 32 * i, x0, x1);
+                }
             }
         }
-        norm_max = _mm512_max_ps(norm_max, norm);
-    }
-    out.k_norm_max = std::sqrt(hmax16(norm_max));
-    // V rows of positions p and p + 16 (16 dimensions each) make one B tile row.
-    for (int ch = 0; ch < n_chunks; ++ch) {
+        out.chunk_norm[static_cast<size_t>(ch)] = std::sqrt(hmax16(_mm512_max_ps(norm[0], norm[1])));
+        // V rows of positions p and p + 16 (16 dimensions each) make one B tile row.
         for (int i = 0; i < 16; ++i) {
             const int p0 = 32 * ch + i, p1 = p0 + 16;
             const float* v0 = p0 < n_pos ? a.v[p0 / 16] + static_cast<int64_t>(p0 % 16) * a.stride : nullptr;
@@ -487,7 +487,9 @@ TACHYON_AMX_BF16 void attend_bf16(const attention_kv_bf16& kv, const attention_r
             _mm512_store_si512(&ql[r][d], l);
         }
     // HD 64 needs every tile for its products and runs the scores first.
-    const bool shift = HD != 32 || !(std::sqrt(q_norm_max) * kv.k_norm_max <= max_unshifted_score);
+    float k_norm_max = 0.0f;
+    for (int ch = 0; ch < n_chunks; ++ch) k_norm_max = std::max(k_norm_max, kv.chunk_norm[static_cast<size_t>(ch)]);
+    const bool shift = HD != 32 || !(std::sqrt(q_norm_max) * k_norm_max <= max_unshifted_score);
     // Scores: every chunk [16][n_chunks * 32] with a maximum pass, else a ring of four chunks.
     thread_local std::vector<float> s_buf;
     const int s_row = shift ? n_chunks * 32 : 32;
@@ -669,10 +671,12 @@ bool attention_bf16_supported(int head_dim, int block_size) {
 #endif
 }
 
-void convert_kv_bf16(const attention_args& a, int head_dim, int n_pos, attention_kv_bf16& out) {
+void convert_kv_bf16(const attention_args& a, int head_dim, int n_pos, attention_kv_bf16& out, int first_chunk) {
     TACHYON_ASSERT(attention_bf16_supported(head_dim, a.block_size), "convert_kv_bf16: no AMX-BF16 path for this shape or CPU");
+    TACHYON_ASSERT(first_chunk >= 0 && first_chunk <= static_cast<int>(out.chunk_norm.size()) && out.head_dim == (first_chunk ? head_dim : out.head_dim),
+                   "convert_kv_bf16: chunks kept that were never converted");
 #if TACHYON_ATTENTION_AVX512
-    convert_kv_bf16_avx512(a, head_dim, n_pos, out);
+    convert_kv_bf16_avx512(a, head_dim, n_pos, out, first_chunk);
 #else
     (void)n_pos;
     (void)out;

@@ -56,7 +56,7 @@ bool attention_bf16_supported(int head_dim, int block_size);
 struct attention_kv_bf16 {
     int head_dim = 0;
     int n_pos = 0;
-    float k_norm_max = 0;  // the largest |k| of the positions (bounds the scores)
+    std::vector<float> chunk_norm;  // per 32 positions, the largest |k| (bounds the scores)
     // K: per block of 16 positions and 32 dimensions, a hi and a lo tile of
     // 16 dimension pairs x 16 positions x 2; V: per 32 positions and 16
     // dimensions, a hi and a lo tile of 16 position pairs x 16 dimensions x
@@ -64,8 +64,10 @@ struct attention_kv_bf16 {
     std::vector<uint16_t> k, v;
 };
 // Converts positions [0, n_pos) of the blocks in `a` (k, v, stride; block
-// size 16). Positions past n_pos read as zero.
-void convert_kv_bf16(const attention_args& a, int head_dim, int n_pos, attention_kv_bf16& out);
+// size 16); positions past n_pos read as zero. The chunks of 32 positions
+// before first_chunk are kept as `out` has them (converted by an earlier
+// call from the same positions).
+void convert_kv_bf16(const attention_args& a, int head_dim, int n_pos, attention_kv_bf16& out, int first_chunk = 0);
 // Up to 16 rows over converted K/V (rows' n_pos <= kv.n_pos).
 constexpr int max_attention_rows_bf16 = 16;
 void attend_rows_bf16(const attention_kv_bf16& kv, const attention_row* rows, int n_rows, float scale);

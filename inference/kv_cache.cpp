@@ -13,6 +13,7 @@ kv_cache::kv_cache(const kv_cache_config& config) : config_(config) {
     k_.assign(n, 0.0f);
     v_.assign(n, 0.0f);
     refs_.assign(static_cast<size_t>(config.n_blocks), 0);
+    gen_.assign(static_cast<size_t>(config.n_layer) * config.n_blocks, 0);
     free_.reserve(static_cast<size_t>(config.n_blocks));
     // Lowest ids on top of the stack: blocks are handed out in order.
     for (int b = config.n_blocks - 1; b >= 0; --b) free_.push_back(b);
@@ -70,6 +71,7 @@ void kv_cache::copy_block(int dst, int src, int n_positions) {
     for (int l = 0; l < config_.n_layer; ++l) {
         std::memcpy(k_.data() + block_offset(l, dst), k_.data() + block_offset(l, src), n_k * sizeof(float));
         std::memcpy(v_.data() + block_offset(l, dst), v_.data() + block_offset(l, src), n_v * sizeof(float));
+        ++gen_[static_cast<size_t>(l) * config_.n_blocks + dst];
     }
 }
 
@@ -141,6 +143,7 @@ void kv_cache::write_k(int layer, seq_id seq, int pos, const float* k) {
     const sequence& s = get(seq);
     size_t i = static_cast<size_t>(pos / config_.block_size);
     TACHYON_ASSERT(pos >= 0 && i < s.blocks.size(), "kv_cache::write_k past the reserved capacity");
+    ++gen_[static_cast<size_t>(layer) * config_.n_blocks + s.blocks[i]];
     float* dst = k_.data() + block_offset(layer, s.blocks[i]) + static_cast<size_t>(pos % config_.block_size);
     const size_t bs = static_cast<size_t>(config_.block_size);
     for (int d = 0; d < config_.n_kv_embd; ++d) dst[static_cast<size_t>(d) * bs] = k[d];

@@ -73,6 +73,12 @@ public:
     const float* k_block(int layer, int block) const { return k_.data() + block_offset(layer, block); }
     const float* v_block(int layer, int block) const { return v_.data() + block_offset(layer, block); }
 
+    // How many times positions of `block` in `layer` were written (write_k;
+    // a position's V is written with its K) or copied into. Whatever is
+    // computed from a block's contents (attention's tile copies) is current
+    // while this stays the same.
+    uint32_t generation(int layer, int block) const { return gen_[static_cast<size_t>(layer) * config_.n_blocks + block]; }
+
     // For prefix sharing across sequences (prefix cache): an external holder
     // keeps blocks alive.
     void retain_block(int block);
@@ -96,6 +102,7 @@ private:
     std::vector<float> k_;  // [n_layer, n_blocks, n_kv_embd, block_size] (transposed per block)
     std::vector<float> v_;  // [n_layer, n_blocks, block_size, n_kv_embd]
     std::vector<int> refs_;  // [n_blocks] owners of each block (sequences + external holders)
+    std::vector<uint32_t> gen_;  // [n_layer, n_blocks] writes into each block
     std::vector<int> free_;  // free block ids, taken from the back
     std::unordered_map<seq_id, sequence> seqs_;
     seq_id next_id_ = 0;

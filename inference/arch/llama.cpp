@@ -3,11 +3,13 @@
 #include "inference/arch/llama.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "inference/attention.h"
 #include "inference/fp16.h"
@@ -47,10 +49,11 @@ private:
     void grow(activations& A, size_t n_tokens) const;
     void pack_small_model();
 
-    // Prompt chunks of at least this many tokens of one sequence take the
-    // AMX-BF16 attention: converting the sequence's K/V costs about as much
-    // as attending 8 tokens to it.
-    static constexpr int min_tokens_bf16 = 16;
+    // Runs of at least this many tokens of one sequence (prompt chunks,
+    // drafts to verify) take the AMX-BF16 attention. A single token (two
+    // query rows of the shipped model) fills too little of a 16-row tile:
+    // decode measured 5 % slower on tiles than with AVX-512.
+    static constexpr int min_tokens_bf16 = 2;
     // Float weights up to this size in all are packed as panels.
     static constexpr size_t max_packed_bytes = size_t{16} << 20;
 
@@ -60,6 +63,19 @@ private:
     weight_ref output_;               // [n_vocab, n_embd] (token_embd when tied)
     std::vector<std::vector<float>> owned_;  // norms/biases converted to f32 when stored otherwise
     std::vector<weight_panels> panels_;      // owners of the weight_ref::panels
+
+    // The K/V of sequences in AMX-BF16 tile order, per layer and KV head,
+    // kept across forward calls: a call converts only the chunks of 32
+    // positions written since (kv_cache::generation), not the whole context.
+    struct tile_copy {
+        attention_kv_bf16 kv;
+        std::vector<std::array<uint32_t, 5>> keys;  // per chunk: its two blocks, their generations, positions seen
+    };
+    struct sequence_tiles {
+        std::vector<tile_copy> heads;  // [layer][KV head]
+    };
+    std::mutex tiles_mutex_;
+    std::unordered_map<seq_id, std::unique_ptr<sequence_tiles>> tiles_;
 
     // Activations of one forward call, grown to the largest batch seen (no
     // allocation per step). Two calls may run at once (the engine's
@@ -75,7 +91,6 @@ private:
         std::vector<float> tmp;   // [n, n_embd]
         std::vector<float> gate;  // [n, n_ff]
         std::vector<float> up;    // [n, n_ff]
-        std::vector<attention_kv_bf16> kv_bf16;  // [prompt run, KV head] K/V in AMX tile order
         std::vector<float> out_h; // [n_logits, n_embd]
         std::vector<float> rope;  // [n, head_dim]  cos/sin of each token's angles (rope_table), for every layer
     };
@@ -252,6 +267,21 @@ void llama_model::grow(activations& A, size_t n) const {
     A.rope.resize(n * static_cast<size_t>(hp.head_dim));
 }
 
+// What a chunk of 32 positions of a sequence's tile copy was made from:
+// its two blocks (-1 past the sequence), their write generations, and how
+// many of its positions were seen.
+std::array<uint32_t, 5> chunk_key(const kv_cache& kv, int layer, std::span<const int> blocks, int chunk, int n_pos) {
+    std::array<uint32_t, 5> key{};
+    for (int h = 0; h < 2; ++h) {
+        const size_t b = static_cast<size_t>(2 * chunk + h);
+        const bool in = b < blocks.size() && 32 * chunk + 16 * h < n_pos;
+        key[static_cast<size_t>(2 * h)] = in ? static_cast<uint32_t>(blocks[b]) : ~0u;
+        key[static_cast<size_t>(2 * h + 1)] = in ? kv.generation(layer, blocks[b]) : 0u;
+    }
+    key[4] = static_cast<uint32_t>(std::min(32, n_pos - 32 * chunk));
+    return key;
+}
+
 // Causal attention of every batch token over its own sequence in the paged
 // cache (positions 0..pos, the batch's own K/V already written).
 void llama_model::attention(kernel_context& ctx, activations& A, const forward_batch& batch, kv_cache& kv, int il) {
@@ -261,8 +291,8 @@ void llama_model::attention(kernel_context& ctx, activations& A, const forward_b
     const int bs = kv.config().block_size;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     const kernel_isa isa = ctx.isa();
-    // Prompt chunks of at least min_tokens_bf16 tokens go to AMX-BF16 tiles
-    // of 16 rows, where the CPU has them.
+    // Runs of at least min_tokens_bf16 tokens go to AMX-BF16 tiles of 16
+    // rows, where the CPU has them.
     const bool bf16 = isa >= kernel_isa::amx && group <= max_attention_rows_bf16 && attention_bf16_supported(hd, bs);
     // Tiles: query rows (head, token) that share a KV head and a sequence:
     // the heads of one group, for consecutive tokens.
@@ -305,17 +335,46 @@ void llama_model::attention(kernel_context& ctx, activations& A, const forward_b
         }
         t += run;
     }
-    // The K and V of every prompt run and KV head in tile order, once for
-    // all of the run's tiles.
+    // The K and V of every prompt run's sequence in tile order, brought up
+    // to date once for all of the run's tiles.
+    thread_local std::vector<sequence_tiles*> run_tiles;
+    run_tiles.clear();
+    if (!runs.empty()) {
+        std::lock_guard lock(tiles_mutex_);
+        if (il == 0) std::erase_if(tiles_, [&](const auto& e) { return !kv.contains(e.first); });
+        for (const prompt_run& pr : runs) {
+            auto& t = tiles_[pr.seq];
+            if (!t) {
+                t = std::make_unique<sequence_tiles>();
+                t->heads.resize(static_cast<size_t>(hp.n_layer) * hp.n_head_kv);
+            }
+            run_tiles.push_back(t.get());
+        }
+    }
     if (!runs.empty()) {
         const int64_t n_conv = static_cast<int64_t>(runs.size()) * hp.n_head_kv;
-        if (A.kv_bf16.size() < static_cast<size_t>(n_conv)) A.kv_bf16.resize(static_cast<size_t>(n_conv));
         ctx.parallel_for(n_conv, 1, [&](int64_t begin, int64_t end) {
             thread_local std::vector<const float*> k_blocks, v_blocks;
             for (int64_t i = begin; i < end; ++i) {
-                const prompt_run& pr = runs[static_cast<size_t>(i / hp.n_head_kv)];
+                const size_t r = static_cast<size_t>(i / hp.n_head_kv);
+                const prompt_run& pr = runs[r];
+                // A sequence with several runs in the batch is converted once, for its last.
+                bool later = false;
+                for (size_t q = r + 1; q < runs.size(); ++q) later = later || runs[q].seq == pr.seq;
+                if (later) continue;
                 const int g = static_cast<int>(i % hp.n_head_kv);
+                tile_copy& tc = run_tiles[r]->heads[static_cast<size_t>(il * hp.n_head_kv + g)];
                 std::span<const int> blocks = kv.block_table(pr.seq);
+                const int n_chunks = (pr.n_pos + 31) / 32;
+                int first = 0;
+                std::vector<std::array<uint32_t, 5>>& keys = tc.keys;
+                keys.resize(std::min(keys.size(), static_cast<size_t>(n_chunks)));
+                for (; first < static_cast<int>(keys.size()); ++first) {
+                    const std::array<uint32_t, 5> key = chunk_key(kv, il, blocks, first, pr.n_pos);
+                    if (key != keys[static_cast<size_t>(first)]) break;
+                }
+                keys.resize(static_cast<size_t>(n_chunks));
+                for (int ch = first; ch < n_chunks; ++ch) keys[static_cast<size_t>(ch)] = chunk_key(kv, il, blocks, ch, pr.n_pos);
                 k_blocks.resize(blocks.size());
                 v_blocks.resize(blocks.size());
                 for (size_t b = 0; b < blocks.size(); ++b) {
@@ -323,7 +382,7 @@ void llama_model::attention(kernel_context& ctx, activations& A, const forward_b
                     v_blocks[b] = kv.v_block(il, blocks[b]) + g * hd;
                 }
                 const attention_args a{nullptr, k_blocks.data(), v_blocks.data(), bs, n_kv, 0, scale, nullptr, nullptr};
-                convert_kv_bf16(a, hd, pr.n_pos, A.kv_bf16[static_cast<size_t>(i)]);
+                convert_kv_bf16(a, hd, pr.n_pos, tc.kv, first);
             }
         });
     }
@@ -351,7 +410,7 @@ void llama_model::attention(kernel_context& ctx, activations& A, const forward_b
                 }
             }
             if (tl.run >= 0) {
-                attend_rows_bf16(A.kv_bf16[static_cast<size_t>(tl.run * hp.n_head_kv + tl.g)], rows, n_rows, scale);
+                attend_rows_bf16(run_tiles[static_cast<size_t>(tl.run)]->heads[static_cast<size_t>(il * hp.n_head_kv + tl.g)].kv, rows, n_rows, scale);
                 continue;
             }
             // Consecutive tiles mostly share the sequence and KV head: bind block bases once.

@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "inference/kernels.h"
+#include "inference/kv_cache.h"
+#include "inference/model_writer.h"
 #include "inference/sampler.h"
 
 using namespace tachyon;
@@ -214,4 +216,64 @@ TEST_CASE("a file that is not a llama model is rejected with the reason") {
     auto m2 = load_model(std::move(f2).value());
     REQUIRE_FALSE(m2.ok());
     CHECK(m2.err().message.find("llama.block_count") != std::string::npos);
+}
+
+TEST_CASE("attention on AMX-BF16 tiles follows the KV cache through truncation and rewriting") {
+    // head_dim 32 with two query heads per KV head: the shape the tiles take.
+    if (!cpu_has_amx_bf16() || default_isa() < kernel_isa::amx) {
+        MESSAGE("skipped: this CPU has no AMX-BF16");
+        return;
+    }
+    synthetic_llama_shape shape;
+    shape.n_vocab = 256;
+    shape.n_embd = 64;
+    shape.n_layer = 2;
+    shape.n_head = 2;
+    shape.n_head_kv = 1;
+    shape.n_ff = 128;
+    const std::string path = (std::filesystem::temp_directory_path() / "tachyon-test-amx-attention.gguf").string();
+    REQUIRE(write_synthetic_llama(path, shape, tensor_type::f32, 5).ok());
+    auto m = load_model(path);
+    REQUIRE(m.ok());
+    const size_t n_vocab = 256;
+    // Every step's logits on one kernel set: a 70-token prompt, four tokens
+    // in one run (as a draft is verified), a rewind to 66 positions and
+    // eight other tokens in one run, which ends where the first did. Their
+    // chunk of 32 positions was copied to tiles before the rewind, from the
+    // same blocks and as many positions: reading that copy again would
+    // attend to the old tokens. Then two single tokens (decode).
+    const auto steps = [&](kernel_isa isa) {
+        kernel_context ctx(1, isa);
+        kv_cache kv = make_kv(**m, 128);
+        const seq_id s = kv.create();
+        std::vector<float> out;
+        const auto run = [&](int first_pos, std::vector<int32_t> tokens) {
+            forward_batch b;
+            for (size_t i = 0; i < tokens.size(); ++i) b.add(tokens[i], s, first_pos + static_cast<int32_t>(i), true);
+            REQUIRE(kv.reserve(s, static_cast<int>(tokens.size())).ok());
+            std::vector<float> logits(tokens.size() * n_vocab);
+            (*m)->forward(ctx, b, kv, logits.data());
+            kv.commit(s, static_cast<int>(tokens.size()));
+            out.insert(out.end(), logits.begin(), logits.end());
+        };
+        std::vector<int32_t> prompt;
+        for (int i = 0; i < 70; ++i) prompt.push_back((i * 37 + 11) % 256);
+        run(0, prompt);
+        run(70, {200, 201, 202, 203});
+        kv.truncate(s, 66);
+        run(66, {5, 6, 7, 8, 9, 10, 11, 12});
+        run(74, {13});
+        run(75, {14});
+        return out;
+    };
+    const std::vector<float> tiles = steps(kernel_isa::amx), reference = steps(kernel_isa::avx512);
+    REQUIRE(tiles.size() == reference.size());
+    float worst = 0.0f, scale = 0.0f;
+    for (size_t i = 0; i < tiles.size(); ++i) {
+        worst = std::max(worst, std::fabs(tiles[i] - reference[i]));
+        scale = std::max(scale, std::fabs(reference[i]));
+    }
+    MESSAGE("max |logit difference| " << worst << " of logits up to " << scale);
+    CHECK(worst < 1e-5f * scale);
+    std::filesystem::remove(path);
 }
