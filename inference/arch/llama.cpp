@@ -351,19 +351,23 @@ void llama_model::attention(kernel_context& ctx, activations& A, const forward_b
             run_tiles.push_back(t.get());
         }
     }
+    // The worker threads see these through references: a thread_local named
+    // inside the lambdas would be each worker's own, empty one.
+    const std::vector<prompt_run>& run_list = runs;
+    const std::vector<sequence_tiles*>& run_copies = run_tiles;
     if (!runs.empty()) {
         const int64_t n_conv = static_cast<int64_t>(runs.size()) * hp.n_head_kv;
         ctx.parallel_for(n_conv, 1, [&](int64_t begin, int64_t end) {
             thread_local std::vector<const float*> k_blocks, v_blocks;
             for (int64_t i = begin; i < end; ++i) {
                 const size_t r = static_cast<size_t>(i / hp.n_head_kv);
-                const prompt_run& pr = runs[r];
+                const prompt_run& pr = run_list[r];
                 // A sequence with several runs in the batch is converted once, for its last.
                 bool later = false;
-                for (size_t q = r + 1; q < runs.size(); ++q) later = later || runs[q].seq == pr.seq;
+                for (size_t q = r + 1; q < run_list.size(); ++q) later = later || run_list[q].seq == pr.seq;
                 if (later) continue;
                 const int g = static_cast<int>(i % hp.n_head_kv);
-                tile_copy& tc = run_tiles[r]->heads[static_cast<size_t>(il * hp.n_head_kv + g)];
+                tile_copy& tc = run_copies[r]->heads[static_cast<size_t>(il * hp.n_head_kv + g)];
                 std::span<const int> blocks = kv.block_table(pr.seq);
                 const int n_chunks = (pr.n_pos + 31) / 32;
                 int first = 0;
@@ -410,7 +414,7 @@ void llama_model::attention(kernel_context& ctx, activations& A, const forward_b
                 }
             }
             if (tl.run >= 0) {
-                attend_rows_bf16(run_tiles[static_cast<size_t>(tl.run)]->heads[static_cast<size_t>(il * hp.n_head_kv + tl.g)].kv, rows, n_rows, scale);
+                attend_rows_bf16(run_copies[static_cast<size_t>(tl.run)]->heads[static_cast<size_t>(il * hp.n_head_kv + tl.g)].kv, rows, n_rows, scale);
                 continue;
             }
             // Consecutive tiles mostly share the sequence and KV head: bind block bases once.

@@ -242,8 +242,8 @@ TEST_CASE("attention on AMX-BF16 tiles follows the KV cache through truncation a
     // chunk of 32 positions was copied to tiles before the rewind, from the
     // same blocks and as many positions: reading that copy again would
     // attend to the old tokens. Then two single tokens (decode).
-    const auto steps = [&](kernel_isa isa) {
-        kernel_context ctx(1, isa);
+    const auto steps = [&](kernel_isa isa, int n_threads) {
+        kernel_context ctx(n_threads, isa);
         kv_cache kv = make_kv(**m, 128);
         const seq_id s = kv.create();
         std::vector<float> out;
@@ -266,8 +266,10 @@ TEST_CASE("attention on AMX-BF16 tiles follows the KV cache through truncation a
         run(75, {14});
         return out;
     };
-    const std::vector<float> tiles = steps(kernel_isa::amx), reference = steps(kernel_isa::avx512);
+    const std::vector<float> tiles = steps(kernel_isa::amx, 1), reference = steps(kernel_isa::avx512, 1);
     REQUIRE(tiles.size() == reference.size());
+    // Two threads split the conversion and the tiles between them: the same numbers.
+    CHECK(steps(kernel_isa::amx, 2) == tiles);
     float worst = 0.0f, scale = 0.0f;
     for (size_t i = 0; i < tiles.size(); ++i) {
         worst = std::max(worst, std::fabs(tiles[i] - reference[i]));
