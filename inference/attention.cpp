@@ -468,8 +468,11 @@ constexpr float max_unshifted_score = 64.0f;
 template <int HD>
 TACHYON_AMX_BF16 void attend_bf16(const attention_kv_bf16& kv, const attention_row* rows, int n_rows, float scale) {
     constexpr int R = max_attention_rows_bf16;
-    int n_max = 0;
-    for (int r = 0; r < n_rows; ++r) n_max = std::max(n_max, rows[r].n_pos);
+    int n_max = 0, n_min = rows[0].n_pos;
+    for (int r = 0; r < n_rows; ++r) {
+        n_max = std::max(n_max, rows[r].n_pos);
+        n_min = std::min(n_min, rows[r].n_pos);
+    }
     const int n_chunks = (n_max + 31) / 32;
     alignas(64) uint16_t qh[R][HD], ql[R][HD];
     float q_norm_max = 0.0f;
@@ -563,7 +566,7 @@ TACHYON_AMX_BF16 void attend_bf16(const attention_kv_bf16& kv, const attention_r
     const auto weights = [&](int ch) TACHYON_AMX_BF16 {
         const float* s = chunk_scores(ch);
         const int j = 32 * ch;
-        const bool whole = j + 32 <= rows[0].n_pos && j + 32 <= rows[n_rows - 1].n_pos;
+        const bool whole = j + 32 <= n_min;
         for (int r = 0; r < n_rows; ++r) {
             const __m512 m = _mm512_set1_ps(mx[r]);
             const float* sr = s + static_cast<size_t>(r) * s_row;

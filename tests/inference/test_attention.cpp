@@ -145,7 +145,9 @@ TEST_CASE("attention on AMX-BF16 tiles (prompt rows) matches double precision, w
                 std::vector<attention_row> rows, rows32;
                 for (int r = 0; r < n_rows; ++r) {
                     const auto i = static_cast<size_t>(r);
-                    const int n = std::max(1, max_pos - (n_rows - 1 - r) * 5);
+                    // rows see different lengths, not in order: a middle row sees the
+                    // fewest, less than the first 32 positions the others all see
+                    const int n = r == n_rows / 2 && r > 0 ? std::min(max_pos, 20) : std::max(1, max_pos - (n_rows - 1 - r) * 5);
                     rows.push_back({q[i].data(), n, nullptr, out[i].data()});
                     rows32.push_back({q[i].data(), n, scores[i].data(), out32[i].data()});
                 }
