@@ -234,32 +234,32 @@ struct rows_by_broadcast {
         }
     }
 
-    // Rows [r0, r1) in tiles of 32 against every token; returns where the
-    // whole tiles end.
-    TACHYON_AVX512 static int64_t run(const gemm_args& a, int64_t r0, int64_t r1) {
+    // Rows [r0, r_end) in tiles of 32 against every token, each tile's
+    // columns first put as f32 into an L1/L2 buffer by fill(r, wt). Tokens
+    // go in panels whose activations stay in L2 while every row tile passes
+    // (each tile is filled again for each panel).
+    template <class Fill>
+    TACHYON_AVX512 static void through_buffer(const gemm_args& a, int64_t r0, int64_t r_end, const Fill& fill) {
         thread_local std::vector<float> buffer;
         buffer.resize(static_cast<size_t>(a.n_cols * rm + 16));
         // 64-byte aligned within the buffer: every column load is one line
         float* wt = buffer.data() + (16 - reinterpret_cast<uintptr_t>(buffer.data()) / sizeof(float) % 16) % 16;
-        // Tokens in panels whose activations stay in L2 while every row
-        // tile passes (the rows are transposed again for each panel).
         const int64_t panel = std::max<int64_t>(nt, panel_bytes / static_cast<int64_t>(a.x_row_bytes) / nt * nt);
-        const int64_t r_end = r0 + (r1 - r0) / rm * rm;
         for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
             const int64_t t1 = std::min(a.n_tokens, t0 + panel);
             for (int64_t r = r0; r < r_end; r += rm) {
-                transpose_rows(a, r, wt);
+                fill(r, wt);
                 all_tokens<load16_f32>(a, wt, r, t0, t1);
             }
         }
-        return r_end;
     }
 
-    // Rows packed ahead (pack_panels) as f32 columns in wt: a conversion,
-    // no transpose.
-    TACHYON_AVX512 static void convert_panel(const gemm_args& a, int64_t r, float* wt) {
-        const auto* p = reinterpret_cast<const typename L::elem*>(a.panels) + r * a.n_cols;
-        for (int64_t i = 0; i < a.n_cols * rm; i += 16) _mm512_store_ps(wt + i, L::load16(p + i));
+    // Rows [r0, r1) in tiles of 32 against every token, transposed into the
+    // buffer; returns where the whole tiles end.
+    TACHYON_AVX512 static int64_t run(const gemm_args& a, int64_t r0, int64_t r1) {
+        const int64_t r_end = r0 + (r1 - r0) / rm * rm;
+        through_buffer(a, r0, r_end, [&](int64_t r, float* wt) TACHYON_AVX512 { transpose_rows(a, r, wt); });
+        return r_end;
     }
 
     // The same from weights packed ahead (pack_panels): group g of 32 rows
@@ -275,17 +275,10 @@ struct rows_by_broadcast {
             for (int64_t r = r0; r < r_end; r += rm) all_tokens<L>(a, panels + r * a.n_cols, r, 0, a.n_tokens);
             return r_end;
         }
-        thread_local std::vector<float> buffer;
-        buffer.resize(static_cast<size_t>(a.n_cols * rm + 16));
-        float* wt = buffer.data() + (16 - reinterpret_cast<uintptr_t>(buffer.data()) / sizeof(float) % 16) % 16;
-        const int64_t panel = std::max<int64_t>(nt, panel_bytes / static_cast<int64_t>(a.x_row_bytes) / nt * nt);
-        for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
-            const int64_t t1 = std::min(a.n_tokens, t0 + panel);
-            for (int64_t r = r0; r < r_end; r += rm) {
-                convert_panel(a, r, wt);
-                all_tokens<load16_f32>(a, wt, r, t0, t1);
-            }
-        }
+        through_buffer(a, r0, r_end, [&](int64_t r, float* wt) TACHYON_AVX512 {
+            const elem* p = panels + r * a.n_cols;
+            for (int64_t i = 0; i < a.n_cols * rm; i += 16) _mm512_store_ps(wt + i, L::load16(p + i));
+        });
         return r_end;
     }
 };
