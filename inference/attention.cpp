@@ -676,7 +676,7 @@ bool attention_bf16_supported(int head_dim, int block_size) {
 
 void convert_kv_bf16(const attention_args& a, int head_dim, int n_pos, attention_kv_bf16& out, int first_chunk) {
     TACHYON_ASSERT(attention_bf16_supported(head_dim, a.block_size), "convert_kv_bf16: no AMX-BF16 path for this shape or CPU");
-    TACHYON_ASSERT(first_chunk >= 0 && first_chunk <= static_cast<int>(out.chunk_norm.size()) && out.head_dim == (first_chunk ? head_dim : out.head_dim),
+    TACHYON_ASSERT(first_chunk >= 0 && first_chunk <= static_cast<int>(out.chunk_norm.size()) && (first_chunk == 0 || out.head_dim == head_dim),
                    "convert_kv_bf16: chunks kept that were never converted");
 #if TACHYON_ATTENTION_AVX512
     convert_kv_bf16_avx512(a, head_dim, n_pos, out, first_chunk);
@@ -688,6 +688,8 @@ void convert_kv_bf16(const attention_args& a, int head_dim, int n_pos, attention
 
 void attend_rows_bf16(const attention_kv_bf16& kv, const attention_row* rows, int n_rows, float scale) {
     TACHYON_ASSERT(n_rows >= 1 && n_rows <= max_attention_rows_bf16, "attend_rows_bf16: 1 to 16 rows");
+    for (int r = 0; r < n_rows; ++r)
+        TACHYON_ASSERT(rows[r].n_pos >= 1 && rows[r].n_pos <= kv.n_pos, "attend_rows_bf16: a row sees positions that were not converted");
 #if TACHYON_ATTENTION_AVX512
     if (kv.head_dim == 32) return attend_bf16<32>(kv, rows, n_rows, scale);
     if (kv.head_dim == 64) return attend_bf16<64>(kv, rows, n_rows, scale);
