@@ -2,6 +2,9 @@
 # tachyon's two set-up commands (see README.md, "Quick start"):
 #   ./tachyon.sh demo   install what is missing, build (release), run the incident-analysis demo
 #   ./tachyon.sh test   install what is missing, build (release), run the whole test suite
+# and, for CI and contributors:
+#   ./tachyon.sh sanitize  build the sanitize preset (ASan + UBSan) and run the whole suite on it
+#   ./tachyon.sh fuzz [S]  build the libFuzzer targets with clang and run each for S seconds (default 20)
 # Both are safe to re-run: packages already present are not reinstalled and
 # the build is incremental.
 set -euo pipefail
@@ -12,6 +15,8 @@ cd "$root"
 build_packages=(g++ cmake make libboost1.81-dev libboost-system1.81-dev libsimdjson-dev libtbb-dev doctest-dev)
 # The client tests (tests/clients/) drive `tachyon serve` with curl, wrk and the openai npm package.
 test_packages=(curl wrk)
+# The fuzz targets need clang with its libFuzzer runtime.
+fuzz_packages=(clang libclang-rt-14-dev)
 
 log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
 
@@ -81,10 +86,26 @@ case "${1:-}" in
         log "running the test suite"
         ctest --preset release
         ;;
+    sanitize)
+        ensure_packages "${build_packages[@]}" "${test_packages[@]}"
+        ensure_node
+        log "configuring and building (sanitize preset: ASan + UBSan)"
+        cmake --preset sanitize >/dev/null
+        cmake --build --preset sanitize -j"$(nproc)"
+        log "running the test suite under ASan + UBSan"
+        ctest --preset sanitize
+        ;;
+    fuzz)
+        ensure_packages "${build_packages[@]}" "${fuzz_packages[@]}"
+        log "building and running the fuzz targets"
+        tests/fuzz/run_fuzzers.sh "${2:-20}"
+        ;;
     *)
-        echo "usage: $0 demo|test" >&2
+        echo "usage: $0 demo|test|sanitize|fuzz [SECONDS]" >&2
         echo "  demo  build and run the incident-analysis demo on the shipped model" >&2
         echo "  test  build and run the whole test suite" >&2
+        echo "  sanitize  build the sanitize preset and run the whole suite on it" >&2
+        echo "  fuzz  build the libFuzzer targets and run each briefly" >&2
         exit 2
         ;;
 esac

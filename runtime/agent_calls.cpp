@@ -36,11 +36,26 @@ void runner::finish_call(const std::shared_ptr<call_slot>& slot, bool ok, std::s
     slot->done.set();
 }
 
+// The journal first, then the report: a watcher that saw the result can find it on disk.
 void runner::record_call(const call_slot& slot) {
     if (ended_) return;
     out_.calls.push_back(slot.rec);
+    record(journal_event(slot.rec));
     if (env_.observer) env_.observer->on_tool_end(slot.rec);
-    if (journal_) (void)journal_->tool_call(journal_event(slot.rec));
+}
+
+void runner::record_start(const call_slot& slot) {
+    if (ended_) return;
+    journal::tool_start_event e;
+    e.step = slot.rec.step;
+    e.call_id = slot.rec.call_id;
+    e.name = slot.rec.name;
+    e.arguments_json = slot.rec.arguments;
+    e.start_ms = slot.rec.start_ms;
+    e.early = slot.rec.early;
+    e.speculative = slot.rec.speculative;
+    record(std::move(e));
+    if (env_.observer) env_.observer->on_tool_start(slot.rec);
 }
 
 // Starts the read-only calls the agent's history predicts for this turn and
@@ -90,7 +105,7 @@ std::shared_ptr<call_slot> runner::take_speculative(const std::string& name, con
             slot->rec.call_id = "call_" + std::to_string(turn_step_) + "_" + std::to_string(index);
             ++out_.n_spec_hits;
             out_.spec_saved_ms += (slot->finished ? slot->rec.end_ms : now_ms()) - slot->rec.start_ms;
-            if (env_.observer) env_.observer->on_tool_start(slot->rec);
+            record_start(*slot);
             if (slot->finished) record_call(*slot);
             return slot;
         }
@@ -132,7 +147,7 @@ void runner::watch_cancel() {
 void runner::start_call(const std::shared_ptr<call_slot>& slot) {
     slot->rec.start_ms = now_ms();
     live_calls_.push_back(slot);
-    if (env_.observer && !slot->speculative) env_.observer->on_tool_start(slot->rec);
+    if (!slot->speculative) record_start(*slot);
     if (stopping()) {  // cancelled, or out of time: a call written meanwhile does not start
         slot->cancel.store(true);
         finish_call(slot, false, slot->rec.name + ": cancelled");

@@ -61,14 +61,74 @@ status runner::setup() {
         if (!s) return make_error(errc::invalid_argument, a.file + ": output_schema: " + s.err().message);
         output_schema_ = std::make_shared<const json_schema>(std::move(s).value());
     }
+    if (!output_schema_) {
+        // Without an output schema the agent answers in prose: no field to copy.
+        for (size_t i = 0; i < a.verify.size(); ++i)
+            for (const auto& [name, source] : a.verify[i].arguments)
+                if (source.rfind("$.", 0) == 0)
+                    return make_error(errc::invalid_argument,
+                                      a.file + ": verify.checks[" + std::to_string(i) + "].arguments." + name + ": '" + source +
+                                          "' reads a field of the answer, but the agent has no output_schema (it answers in prose); "
+                                          "expected an output_schema, or fixed arguments");
+    }
     return {};
 }
 
-void runner::journal_turn(const run_turn& t) {
-    if (!journal_) return;
-    journal::model_turn_event e = journal_event(t);
-    (void)journal_->model_turn(e);
+void runner::record(journal::event_body body) {
+    if (ended_) return;
+    journal::event e;
+    if (journal_) {
+        auto written = journal_->append(body);
+        if (written) {
+            e = std::move(written).value();
+        } else {
+            // The run goes on; the gap shows as a missing seq to the reader.
+            TACHYON_LOG(warn, __func__ << ": " << written.err().message);
+            e.seq = journal_->n_events();
+            e.t_ms = now_ms();
+            e.body = std::move(body);
+        }
+    } else {
+        e.seq = n_events_;
+        e.t_ms = now_ms();
+        e.body = std::move(body);
+    }
+    n_events_ = e.seq + 1;
+    if (env_.observer) env_.observer->on_event(e);
 }
+
+void runner::record_rejected_call(int index, std::string name, std::string arguments, std::string error) {
+    journal::call_rejected_event e;
+    e.step = turn_step_;
+    e.call_id = "call_" + std::to_string(turn_step_) + "_" + std::to_string(index);
+    e.name = std::move(name);
+    e.arguments_json = std::move(arguments);
+    e.error = std::move(error);
+    record(std::move(e));
+}
+
+// A failing check's words: those about the data (a line, a service the
+// model should look at) become groundable; the model's own words it quotes
+// back from the rejected answer do not, nor do the lines that quote them
+// (for "x-grounded-with" pairs).
+void runner::ground_check_text(const std::string& text, const std::string& answer) {
+    const std::vector<std::string> quoted = identifiers_in(answer);
+    const std::set<std::string> theirs(quoted.begin(), quoted.end());
+    for (auto& id : identifiers_in(text))
+        if (!theirs.count(id)) grounded_.insert(std::move(id));
+    std::string kept;
+    for (std::string_view rest = text; !rest.empty();) {
+        const size_t nl = rest.find('\n');
+        const std::string_view line = rest.substr(0, nl);
+        rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
+        const auto ids = identifiers_in(line);
+        if (std::none_of(ids.begin(), ids.end(), [&](const std::string& id) { return theirs.count(id) > 0; }))
+            kept.append(line).push_back('\n');
+    }
+    if (!kept.empty()) grounding_texts_.push_back(std::move(kept));
+}
+
+void runner::journal_turn(const run_turn& t) { record(journal_event(t)); }
 
 
 void runner::handle_events() {
@@ -78,6 +138,7 @@ void runner::handle_events() {
             case tool_call_event::kind::call_error:
                 ++turn_call_errors_;
                 turn_errors_.emplace_back(ev.index, ev.message);
+                record_rejected_call(ev.index, ev.name, {}, ev.message);
                 break;
             case tool_call_event::kind::call_complete: {
                 ++turn_calls_;
@@ -86,12 +147,14 @@ void runner::handle_events() {
                     std::string known;
                     for (const auto& t : tools_) known += (known.empty() ? "" : ", ") + std::string(t->name());
                     turn_errors_.emplace_back(ev.index, "unknown tool '" + ev.name + "' (available: " + known + ")");
+                    record_rejected_call(ev.index, ev.name, ev.arguments_json, turn_errors_.back().second);
                     break;
                 }
                 const grounded_values gv = grounding();
                 auto valid = it->second.second->validate(ev.arguments_json, req_.switches.grounding ? &gv : nullptr);
                 if (!valid) {
                     turn_errors_.emplace_back(ev.index, valid.err().message);
+                    record_rejected_call(ev.index, ev.name, ev.arguments_json, valid.err().message);
                     break;
                 }
                 if (auto spec = take_speculative(ev.name, ev.arguments_json, ev.index)) {
@@ -234,10 +297,12 @@ result<std::vector<int32_t>> runner::next_turn_tokens(const std::string& turn_te
     return tokens;
 }
 
-asio::awaitable<std::pair<bool, std::string>> runner::verify(const std::string& answer) {
+asio::awaitable<runner::verdict> runner::verify(const std::string& answer) {
     simdjson::dom::parser parser;
     simdjson::dom::element doc;
-    if (parser.parse(simdjson::padded_string(answer)).get(doc)) co_return std::make_pair(false, std::string("final answer: not valid JSON"));
+    // A prose answer has no fields (setup() refused "$." arguments for it).
+    if (output_schema_ && parser.parse(simdjson::padded_string(answer)).get(doc))
+        co_return verdict{false, "final answer: not valid JSON", {}};
     for (auto& [tool, check] : verify_tools_) {
         std::string args = "{";
         bool first = true;
@@ -245,8 +310,8 @@ asio::awaitable<std::pair<bool, std::string>> runner::verify(const std::string& 
             std::string value = source;
             if (source.rfind("$.", 0) == 0) {
                 simdjson::dom::element field;
-                if (doc.at_key(source.substr(2)).get(field)) {
-                    co_return std::make_pair(false, "final answer: missing field '" + source.substr(2) + "'");
+                if (!output_schema_ || doc.at_key(source.substr(2)).get(field)) {
+                    co_return verdict{false, "final answer: missing field '" + source.substr(2) + "'", {}};
                 }
                 value = simdjson::minify(field);
             }
@@ -260,32 +325,38 @@ asio::awaitable<std::pair<bool, std::string>> runner::verify(const std::string& 
         start_call(slot);
         co_await slot->done.wait();
         const bool ok = slot->rec.ok && slot->rec.result.rfind("verified", 0) == 0;
+        journal::verify_event e;
+        e.attempt = out_.verify_attempts;
+        e.check = check->tool;
+        e.ok = ok;
+        e.message = slot->rec.result;
+        record(std::move(e));
         if (env_.observer) env_.observer->on_verify(out_.verify_attempts, ok, slot->rec.result);
-        if (journal_) {
-            journal::verify_event e;
-            e.attempt = out_.verify_attempts;
-            e.check = check->tool;
-            e.ok = ok;
-            e.message = slot->rec.result;
-            (void)journal_->verify(e);
-        }
-        if (!ok) co_return std::make_pair(false, check->tool + ": " + slot->rec.result);
+        if (!ok) co_return verdict{false, check->tool + ": " + slot->rec.result, slot->rec.ok ? slot->rec.result : std::string()};
     }
-    co_return std::make_pair(true, std::string());
+    co_return verdict{true, {}, {}};
 }
 
 void runner::finish(run_outcome& out, std::string state, std::string error) {
     // No call outlives the run: one still running (a call dispatched from the
     // last tokens of a cancelled turn, a prediction) is cut off and recorded
     // now, before run_end, and a result that comes back later is dropped.
+    // A call the model wrote that never started (tools start after the turn
+    // and the run stopped first) is journaled as one that never ran.
+    for (const auto& slot : turn_slots_) {
+        if (slot->rec.start_ms != 0 || slot->finished) continue;
+        slot->finished = true;
+        const int index = std::stoi(slot->rec.call_id.substr(slot->rec.call_id.rfind('_') + 1));
+        record_rejected_call(index, slot->rec.name, slot->rec.arguments, "not run: the run stopped (" + (error.empty() ? state : error) + ")");
+        slot->done.set();
+    }
     stop_work();
-    ended_ = true;
     out.state = std::move(state);
     out.error = std::move(error);
     out.total_ms = now_ms();
     for (const auto& t : out.turns) out.model_ms += t.end_ms - t.start_ms;
     for (const auto& c : out.calls) out.tool_ms += c.end_ms - c.start_ms;
-    if (journal_) {
+    {
         journal::final_event f;
         f.answer_json = out.answer.empty() ? "null" : out.answer;
         f.verified = out.verified;
@@ -294,23 +365,22 @@ void runner::finish(run_outcome& out, std::string state, std::string error) {
         f.model_ms = out.model_ms;
         f.tool_ms = out.tool_ms;
         f.overlap_saved_ms = out.overlap_saved_ms;
-        (void)journal_->final_answer(f);
+        record(std::move(f));
         journal::run_end_event e;
         auto parsed = journal::parse_run_state(out.state);
         e.state = parsed ? *parsed : journal::run_state::failed;
         e.error = out.error;
-        (void)journal_->run_end(e);
+        record(std::move(e));
     }
+    ended_ = true;
     if (session_ != 0) env_.host->eng().close_session(session_);
 }
 
 asio::awaitable<run_outcome> runner::run() {
     run_outcome& out = out_;
-    if (auto st = setup(); !st) {
-        finish(out, "failed", st.err().message);
-        co_return out;
-    }
+    agent_ = req_.agent.get();
     const agent_definition& a = *agent_;
+    // The journal first: a run that cannot start is recorded too.
     if (!req_.journal_dir.empty()) {
         auto w = journal::writer::create(req_.journal_dir, req_.run_id);
         if (!w) {
@@ -321,6 +391,10 @@ asio::awaitable<run_outcome> runner::run() {
         t0_ = journal_->start();
         out.run_id = journal_->run_id();
         out.journal_path = journal_->path().string();
+    } else {
+        out.run_id = req_.run_id.empty() ? journal::make_run_id() : req_.run_id;
+    }
+    {
         journal::run_start_event e;
         e.run_id = out.run_id;
         e.agent = a.name;
@@ -329,9 +403,11 @@ asio::awaitable<run_outcome> runner::run() {
         e.inputs = req_.inputs;
         e.task = req_.task;
         e.started_at = journal::iso_utc(std::chrono::system_clock::now());
-        (void)journal_->run_start(e);
-    } else {
-        out.run_id = req_.run_id.empty() ? journal::make_run_id() : req_.run_id;
+        record(std::move(e));
+    }
+    if (auto st = setup(); !st) {
+        finish(out, "failed", st.err().message);
+        co_return out;
     }
 
     deadline_.expires_after(std::chrono::milliseconds(a.budgets.deadline_ms));
@@ -403,6 +479,7 @@ asio::awaitable<run_outcome> runner::run() {
         turn_slots_.clear();
         turn_errors_.clear();
         detok_.emplace(env_.host->tok(), decode_options{.render_special = true, .strip_leading_space = false});
+        record(journal::turn_start_event{step});
         if (env_.observer) env_.observer->on_turn_start(step);
 
         constraint_.reset();
@@ -471,14 +548,23 @@ asio::awaitable<run_outcome> runner::run() {
                     out.overlap_saved_ms += std::min(slot->rec.end_ms, turn_decode_end_ms_) - slot->rec.start_ms;
             }
             // Results in call order; errors (malformed calls, bad arguments) are results too.
-            std::map<int, std::string> by_index;
+            struct reply {
+                std::string text;
+                std::string call_id;
+                const char* source = nullptr;  // the feedback's source; null: a tool's own result
+            };
+            std::map<int, reply> by_index;
             for (const auto& slot : turn_slots_) {
                 const int index = std::stoi(slot->rec.call_id.substr(slot->rec.call_id.rfind('_') + 1));
-                by_index[index] = slot->rec.result;
+                by_index[index] = {slot->rec.result, slot->rec.call_id, slot->rec.ok ? nullptr : "tool"};
                 if (slot->rec.ok) ground(slot->rec.result);
             }
-            for (const auto& [index, message] : turn_errors_) by_index[index] = "error: " + message;
-            for (const auto& [index, text] : by_index) feedback.push_back({"tool", text});
+            for (const auto& [index, message] : turn_errors_)
+                by_index[index] = {"error: " + message, "call_" + std::to_string(step) + "_" + std::to_string(index), "call"};
+            for (const auto& [index, r] : by_index) {
+                if (r.source) record(journal::feedback_event{step, r.call_id, r.source, r.text});
+                feedback.push_back({"tool", r.text});
+            }
             // What this turn teaches the predictor, and what the next prediction starts from.
             std::string kind, results;
             for (const auto& slot : turn_slots_) {
@@ -490,39 +576,53 @@ asio::awaitable<run_outcome> runner::run() {
                 }
                 kind += (kind.empty() ? "" : "+") + slot->rec.name;
             }
-            for (const auto& [index, text] : by_index) results += text + "\n";
+            for (const auto& [index, r] : by_index) results += r.text + "\n";
             back_kind_ = std::move(prev_kind_);
             back_text_ = std::move(prev_text_);
             prev_kind_ = kind.empty() ? "<errors>" : kind;
             prev_text_ = std::move(results);
         } else {
-            // A final answer: a JSON object, valid for the output schema, then the verify checks.
+            // A final answer. With an output schema: one JSON object valid
+            // for it; without one the agent answers in prose: the turn's
+            // text, whatever it is. Then the verify checks, if any.
             std::string answer = turn_text_;
             while (!answer.empty() && std::isspace(static_cast<unsigned char>(answer.back()))) answer.pop_back();
             while (!answer.empty() && std::isspace(static_cast<unsigned char>(answer.front()))) answer.erase(answer.begin());
-            auto minified = json::minify(answer, "final answer");
             std::string problem;
-            if (!minified || answer.front() != '{') {
-                problem = "final answer: expected one JSON object";
-            } else if (output_schema_) {
-                auto valid = output_schema_->validate(answer);
-                if (!valid) problem = valid.err().message;
+            std::string accepted;  // the answer as one JSON value
+            if (output_schema_) {
+                auto minified = json::minify(answer, "final answer");
+                if (!minified || answer.empty() || answer.front() != '{') {
+                    problem = "final answer: expected one JSON object";
+                } else if (auto valid = output_schema_->validate(answer); !valid) {
+                    problem = valid.err().message;
+                } else {
+                    accepted = *minified;
+                }
+            } else if (answer.empty()) {
+                problem = "final answer: empty; expected the answer as text, or a tool call";
+            } else {
+                accepted = json::quote(answer);
             }
             if (problem.empty()) {
-                out.answer = *minified;
+                out.answer = accepted;
                 const double wait_start = now_ms();
-                auto [ok, message] = co_await verify(answer);
+                verdict v = co_await verify(answer);
                 out.tool_wait_ms += now_ms() - wait_start;
                 ++out.verify_attempts;
-                if (ok) {
-                    out.verified = true;
+                if (v.ok) {
+                    out.verified = !verify_tools_.empty();  // only a check that ran can vouch for it
                     out.time_to_answer_ms = now_ms();
                     finish(out, "succeeded");
                     co_return out;
                 }
-                problem = message;
+                problem = v.message;
+                // A check's result is a tool result, but it may quote the
+                // rejected answer: only its own words become groundable.
+                if (!v.check_text.empty()) ground_check_text(v.check_text, answer);
             }
-            ground(problem);  // the feedback is text the model reads: it may cite what it names
+            // The runtime's own words (schema errors) are never grounded: they quote the model.
+            record(journal::answer_rejected_event{step, n_rejected_answers_++, answer, problem});
             back_kind_ = std::move(prev_kind_);
             back_text_ = std::move(prev_text_);
             prev_kind_ = "<verify>";
@@ -532,6 +632,7 @@ asio::awaitable<run_outcome> runner::run() {
                 finish(out, "failed", "the answer did not pass verification: " + problem);
                 co_return out;
             }
+            record(journal::feedback_event{step, {}, "answer", problem});
             feedback.push_back({"tool", problem});
         }
         bool rewound = false;

@@ -83,10 +83,16 @@ struct run_tool_call {
 
 struct run_outcome {
     std::string run_id;
-    std::string state = "failed";  // succeeded, failed, cancelled, budget_exhausted
+    std::string state = "failed";  // succeeded (an answer was accepted), failed, cancelled, budget_exhausted
     std::string error;
+    // The accepted answer passed the agent's verify checks. False for an
+    // answer accepted with no checks to run (an agent without `verify`):
+    // state succeeded, but nothing vouched for it.
     bool verified = false;
-    std::string answer;            // the final answer JSON (minified), empty if none
+    // The final answer as one JSON value (minified), empty if none: the
+    // object of an agent with an output schema; for an agent without one,
+    // which answers in prose, a JSON string holding the text.
+    std::string answer;
     int steps = 0;
     int verify_attempts = 0;
     double time_to_answer_ms = 0;
@@ -108,8 +114,13 @@ struct run_outcome {
 };
 
 // Live progress for a terminal or an event stream; called on the run's strand.
+// Whatever a call reports is in the journal already: each event is written
+// (and handed to the OS) before its callback runs.
 struct run_observer {
     virtual ~run_observer() = default;
+    // Every journal event, as written (its seq and t_ms; numbered the same
+    // way when the run keeps no journal).
+    virtual void on_event(const journal::event& /*e*/) {}
     virtual void on_turn_start(int /*step*/) {}
     virtual void on_text(std::string_view /*text*/) {}
     virtual void on_turn_end(const run_turn&) {}

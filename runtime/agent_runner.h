@@ -64,11 +64,18 @@ private:
     asio::awaitable<request_stats> generate(std::vector<int32_t> append, int max_tokens, run_turn& turn);
     result<std::shared_ptr<turn_constraint>> make_constraint();
     grounded_values grounding() const;
-    // Text the model reads (task, tool results, verifier's words): what it names becomes groundable.
+    // Data the model reads (the task, tool results): what it names becomes
+    // groundable. Never the runtime's own words (validation errors, error
+    // turns): they quote what the model wrote.
     void ground(const std::string& text) {
         collect_identifiers(text, grounded_);
         grounding_texts_.push_back(text);
     }
+    void ground_check_text(const std::string& text, const std::string& answer);
+    // Journals `body` (written and handed to the OS), then reports it to the
+    // observer: a watcher never sees what the journal does not hold.
+    void record(journal::event_body body);
+    void record_rejected_call(int index, std::string name, std::string arguments, std::string error);
     void on_token(int32_t token, run_turn& turn);
     void handle_events();
     std::shared_ptr<call_slot> make_call(int step, int index, const std::string& name, const std::string& arguments, bool early);
@@ -77,11 +84,17 @@ private:
     double sample_latency();
     void finish_call(const std::shared_ptr<call_slot>& slot, bool ok, std::string text);
     void record_call(const call_slot& slot);
+    void record_start(const call_slot& slot);
     void start_speculative_calls(int step);
     std::shared_ptr<call_slot> take_speculative(const std::string& name, const std::string& arguments_json, int index);
     void discard_speculative();
     asio::awaitable<void> await_calls(const std::vector<std::shared_ptr<call_slot>>& calls);
-    asio::awaitable<std::pair<bool, std::string>> verify(const std::string& answer);
+    struct verdict {
+        bool ok = false;
+        std::string message;     // for the model: why the answer failed
+        std::string check_text;  // the failing check tool's own result (empty: the runtime's words)
+    };
+    asio::awaitable<verdict> verify(const std::string& answer);
     result<std::vector<int32_t>> next_turn_tokens(const std::string& turn_text, int32_t end_token,
                                                   const std::vector<chat_message>& new_messages, bool& rewound);
     void journal_turn(const run_turn& t);
@@ -97,6 +110,8 @@ private:
     bool deadline_hit_ = false;
     bool done_ = false;
     bool ended_ = false;  // run_end is written: nothing is recorded after it
+    int64_t n_events_ = 0;  // events recorded (their seq when the run keeps no journal)
+    int n_rejected_answers_ = 0;
     std::vector<std::weak_ptr<call_slot>> live_calls_;
     std::mt19937_64 latency_rng_;
     clock_type::time_point t0_ = clock_type::now();

@@ -1,5 +1,6 @@
 // `tachyon run AGENT.json --task TEXT`: one agent run with live progress,
-// ending with the verified answer and where the time went.
+// ending with the answer (verified when the agent has checks) and where the
+// time went.
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
@@ -39,6 +40,17 @@ public:
         std::string first_line = message.substr(0, message.find('\n'));
         std::fprintf(stderr, "verify %d: %s: %s\n", attempt, ok ? "passed" : "failed", first_line.c_str());
     }
+    // What never reached a tool, and answers sent back (in the journal already).
+    void on_event(const journal::event& e) override {
+        if (const auto* c = std::get_if<journal::call_rejected_event>(&e.body)) {
+            std::fprintf(stderr, "  x  %s rejected: %s\n", c->name.empty() ? "call" : c->name.c_str(), first_line(c->error).c_str());
+        } else if (const auto* a = std::get_if<journal::answer_rejected_event>(&e.body)) {
+            std::fprintf(stderr, "step %lld: answer rejected: %s\n", static_cast<long long>(a->step), first_line(a->error).c_str());
+        }
+    }
+
+private:
+    static std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 };
 
 result<std::pair<std::string, std::string>> split_input(const std::string& kv) {
@@ -62,6 +74,9 @@ int run_command(const cli::parsed_args& args) {
         if (!p) return fail(p.err().message);
         req.inputs[p->first] = p->second;
     }
+    // The local user's inputs: checked against the agent's declarations, not confined.
+    auto inputs = check_run_inputs(*req.agent, req.inputs);
+    if (!inputs) return fail(inputs.err().message);
     req.journal_dir = args.get_or("journal-dir", "runs");
     req.switches.early_dispatch = !args.flag("no-early-dispatch");
     req.switches.parallel_tools = !args.flag("no-parallel-tools");
@@ -105,7 +120,7 @@ int run_command(const cli::parsed_args& args) {
     } else {
         std::cout << outcome_summary(out);
     }
-    return out.verified ? 0 : 1;
+    return out.state == "succeeded" ? 0 : 1;
 }
 
 }  // namespace
@@ -113,14 +128,16 @@ int run_command(const cli::parsed_args& args) {
 cli::command_spec make_run_command() {
     cli::command_spec c;
     c.name = "run";
-    c.summary = "run an agent on a task to a verified answer";
+    c.summary = "run an agent on a task to an answer (verified by the agent's checks, if it has any)";
     c.description = "Shows each model turn and tool call as it happens, then the answer and the timing summary.\n"
+                    "The answer is 'verified' only when the agent's verify checks ran and passed; without checks it\n"
+                    "is 'answered (no checks)'. Exit status 0 when an answer was accepted.\n"
                     "The run's journal goes to runs/<run-id>.jsonl ('tachyon runs show ID' draws it).";
     c.positionals = {{"AGENT.json", "agent definition file"}};
     c.options = {
         {"task", 0, cli::option_kind::value, "TEXT", "", "the task, as a user would write it", true},
         {"input", 'i', cli::option_kind::multi, "KEY=VALUE", "", "value for a {placeholder} of the agent"},
-        {"json", 0, cli::option_kind::flag, "", "", "print one JSON object (answer, verified, steps, timings, run id)"},
+        {"json", 0, cli::option_kind::flag, "", "", "print one JSON object (state, answer, verified, steps, timings, run id)"},
         {"journal-dir", 0, cli::option_kind::value, "DIR", "runs", "where journals are written"},
         {"threads", 't', cli::option_kind::value, "N", "1", "inference threads"},
         {"no-early-dispatch", 0, cli::option_kind::flag, "", "", "start tools only after the turn ends"},

@@ -52,9 +52,8 @@ int run_list(const cli::parsed_args& args) {
             continue;
         }
         const auto* start = log->start();
-        const auto* end = log->end();
         const auto* fin = log->final_answer();
-        const std::string state = end != nullptr ? std::string(journal::to_string(end->state)) : "incomplete";
+        const std::string state = log->state();
         char answer[32] = "-";
         if (fin != nullptr) std::snprintf(answer, sizeof answer, "%.1f", fin->time_to_answer_ms);
         std::snprintf(line, sizeof line, "%-26s %-20s %-17s %14s\n", log->run_id().c_str(),

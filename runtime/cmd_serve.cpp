@@ -89,14 +89,22 @@ int serve_command(const cli::parsed_args& args) {
     ro.journal_dir = args.get_or("journal-dir", "runs");
     ro.max_active = static_cast<int>(*max_runs);
     ro.model_paths = paths;
+    for (const auto& root : args.get_all("data-root")) {
+        std::error_code ec;
+        const auto real = std::filesystem::canonical(root, ec);
+        if (ec || !std::filesystem::is_directory(real, ec)) return fail("--data-root " + root + ": not an existing directory");
+        ro.data_roots.push_back(real.string());
+    }
     http::run_registry runs(service, ro, &stats);
 
     http::server server(so, models, stats, &runs);
     if (auto st = server.start(); !st) return fail(st.err().message);
     std::string names;
     for (const auto& m : models) names += (names.empty() ? "" : ", ") + m.id;
-    std::printf("tachyon serve: listening on http://%s:%u (models: %s; agents: %s)\n", so.host.c_str(), server.port(), names.c_str(),
-                ro.agents_dir.c_str());
+    std::string roots;
+    for (const auto& r : ro.data_roots) roots += (roots.empty() ? "" : ", ") + r;
+    std::printf("tachyon serve: listening on http://%s:%u (models: %s; agents: %s; data roots: %s)\n", so.host.c_str(), server.port(),
+                names.c_str(), ro.agents_dir.c_str(), roots.empty() ? "none, path inputs refused" : roots.c_str());
     std::fflush(stdout);
 
     // SIGINT/SIGTERM: graceful shutdown; a second signal exits at once.
@@ -127,7 +135,8 @@ cli::command_spec make_serve_command() {
     c.name = "serve";
     c.summary = "serve the OpenAI-compatible chat API and agent runs over HTTP";
     c.description = "POST /v1/chat/completions, GET /v1/models, POST /v1/runs, GET /v1/runs/{id}[/events], POST /v1/runs/{id}/cancel,\n"
-                    "GET /healthz, GET /metrics. The model id is the file stem of --model. A non-loopback --host needs --api-key-file.";
+                    "GET /healthz, GET /metrics. The model id is the file stem of --model. A non-loopback --host needs --api-key-file.\n"
+                    "Run inputs must be declared by the agent file; path inputs must lie inside a --data-root.";
     c.options = {
         {"host", 0, cli::option_kind::value, "ADDR", "127.0.0.1", "address to listen on"},
         {"port", 'p', cli::option_kind::value, "N", "8080", "port (0: any free port, printed at start)"},
@@ -135,6 +144,8 @@ cli::command_spec make_serve_command() {
         {"agents", 0, cli::option_kind::value, "DIR", "agents", "folder of agent files (<name>.json) for /v1/runs"},
         {"api-key-file", 0, cli::option_kind::value, "FILE", "", "file holding the API key clients send as 'Authorization: Bearer KEY'"},
         {"journal-dir", 0, cli::option_kind::value, "DIR", "runs", "where run journals are written"},
+        {"data-root", 0, cli::option_kind::multi, "DIR", "",
+         "directory that path inputs of runs must resolve inside (none: path inputs are refused)"},
         {"threads", 't', cli::option_kind::value, "N", "1", "inference threads per model"},
         {"ctx", 'c', cli::option_kind::value, "N", "32768", "KV positions per model, all requests together"},
         {"io-threads", 0, cli::option_kind::value, "N", "1", "HTTP event loop threads"},

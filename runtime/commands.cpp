@@ -16,6 +16,7 @@ cli::command_spec make_bench_synth_model_command();
 cli::command_spec make_bench_constraint_command();
 cli::command_spec make_runs_list_command();
 cli::command_spec make_runs_show_command();
+cli::command_spec make_tool_command();
 cli::command_spec make_serve_command();
 
 std::vector<cli::command_spec> all_commands() {
@@ -31,6 +32,7 @@ std::vector<cli::command_spec> all_commands() {
     out.push_back(make_bench_constraint_command());
     out.push_back(make_runs_list_command());
     out.push_back(make_runs_show_command());
+    out.push_back(make_tool_command());
     out.push_back(make_serve_command());
     out.push_back(make_version_command());
     return out;

@@ -2,9 +2,13 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <thread>
+#include <variant>
 
+#include "base/log.h"
 #include "runtime/json_util.h"
 #include "runtime/tool_catalog.h"
 
@@ -16,6 +20,29 @@ bool valid_agent_name(std::string_view name) {
     for (char c : name)
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.')) return false;
     return name.front() != '.';
+}
+
+// A run id as the server makes them (journal::make_run_id) or a client
+// chose: it names one file in the journal directory and nothing else.
+bool valid_run_id(std::string_view id) {
+    if (id.empty() || id.size() > 128) return false;
+    for (char c : id)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-')) return false;
+    return true;
+}
+
+std::string result_json(std::string_view answer_json, bool verified, int64_t steps, std::string_view error, std::string_view journal) {
+    return "{\"answer\":" + (answer_json.empty() ? std::string("null") : std::string(answer_json)) +
+           ",\"verified\":" + (verified ? "true" : "false") + ",\"steps\":" + std::to_string(steps) +
+           ",\"error\":" + (error.empty() ? std::string("null") : json::quote(error)) +
+           ",\"journal\":" + (journal.empty() ? std::string("null") : json::quote(journal)) + "}";
+}
+
+// Seconds since the epoch of "2026-11-30T01:22:33.123Z"; 0 when it is not that.
+int64_t epoch_seconds(const std::string& iso) {
+    std::tm tm{};
+    if (::strptime(iso.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return 0;
+    return static_cast<int64_t>(::timegm(&tm));
 }
 
 std::string canonical(const std::string& path) {
@@ -51,17 +78,35 @@ std::string run_record::status_json() const {
     return out;
 }
 
-void run_record::add_event(journal::event_body body) {
+std::shared_ptr<run_record> run_record::from_journal(const journal::run_log& log) {
+    const journal::run_start_event* start = log.start();
+    auto r = std::make_shared<run_record>(log.run_id(), start ? start->agent : std::string(), nullptr);
+    if (start) r->created_ = epoch_seconds(start->started_at);
+    for (const auto& e : log.events) {
+        // The journal's own cap: the line reads as the writer wrote it.
+        std::string line = journal::to_json_line(e, journal::writer_options{}.max_result_bytes);
+        if (!line.empty() && line.back() == '\n') line.pop_back();
+        r->events_.emplace_back(e.seq, std::move(line));
+    }
+    r->state_ = log.state();
+    const journal::final_event* fin = log.final_answer();
+    const journal::run_end_event* end = log.end();
+    int64_t steps = 0;
+    for (const auto& e : log.events) steps += std::holds_alternative<journal::model_turn_event>(e.body) ? 1 : 0;
+    const std::string error = end ? end->error : std::string("the run did not end: its process stopped before it finished");
+    r->result_json_ = result_json(fin ? fin->answer_json : std::string(), fin && fin->verified, fin ? fin->steps : steps, error,
+                                  log.path.string());
+    r->done_ = true;
+    return r;
+}
+
+void run_record::on_event(const journal::event& e) {
+    std::string line = journal::to_json_line(e, journal::writer_options{}.max_result_bytes);
+    if (!line.empty() && line.back() == '\n') line.pop_back();
     std::vector<std::function<void()>> wake;
     {
         std::lock_guard lock(mutex_);
-        journal::event e;
-        e.seq = static_cast<int64_t>(events_.size());
-        e.t_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
-        e.body = std::move(body);
-        std::string line = journal::to_json_line(e, 16 * 1024);
-        if (!line.empty() && line.back() == '\n') line.pop_back();
-        events_.push_back(std::move(line));
+        events_.emplace_back(e.seq, std::move(line));
         wake.swap(waiters_);
     }
     for (auto& w : wake) w();
@@ -69,73 +114,26 @@ void run_record::add_event(journal::event_body body) {
 
 void run_record::read_events(int64_t from, std::vector<std::pair<int64_t, std::string>>& out, bool& done, std::function<void()> wake) {
     std::lock_guard lock(mutex_);
-    for (int64_t i = std::max<int64_t>(0, from); i < static_cast<int64_t>(events_.size()); ++i) out.emplace_back(i, events_[static_cast<size_t>(i)]);
+    auto it = std::lower_bound(events_.begin(), events_.end(), from, [](const auto& ev, int64_t seq) { return ev.first < seq; });
+    out.insert(out.end(), it, events_.end());
     done = done_;
     if (out.empty() && !done_ && wake) waiters_.push_back(std::move(wake));
 }
 
-void run_record::started(const run_request& request) {
-    journal::run_start_event e;
-    e.run_id = id_;
-    e.agent = request.agent->name;
-    e.agent_file = request.agent->file;
-    e.model = request.agent->model;
-    e.inputs = request.inputs;
-    e.task = request.task;
-    e.started_at = journal::iso_utc(std::chrono::system_clock::now());
-    add_event(std::move(e));
-}
-
-void run_record::on_turn_end(const run_turn& t) { add_event(journal_event(t)); }
-
 void run_record::on_tool_end(const run_tool_call& c) {
     if (metrics_) metrics_->observe_tool(c.name, c.end_ms - c.start_ms);
-    add_event(journal_event(c));
-}
-
-void run_record::on_verify(int attempt, bool ok, const std::string& message) {
-    journal::verify_event e;
-    e.attempt = attempt;
-    e.ok = ok;
-    e.message = message;
-    add_event(std::move(e));
 }
 
 void run_record::finished(const run_outcome& o) {
-    journal::final_event f;
-    f.answer_json = o.answer.empty() ? "null" : o.answer;
-    f.verified = o.verified;
-    f.steps = o.steps;
-    f.time_to_answer_ms = o.time_to_answer_ms;
-    f.model_ms = o.model_ms;
-    f.tool_ms = o.tool_ms;
-    f.overlap_saved_ms = o.overlap_saved_ms;
-    add_event(std::move(f));
-    journal::run_end_event e;
-    auto parsed = journal::parse_run_state(o.state);
-    e.state = parsed ? *parsed : journal::run_state::failed;
-    e.error = o.error;
-    std::string result = "{\"answer\":" + (o.answer.empty() ? std::string("null") : o.answer) +
-                         ",\"verified\":" + (o.verified ? "true" : "false") + ",\"steps\":" + std::to_string(o.steps) +
-                         ",\"error\":" + (o.error.empty() ? std::string("null") : json::quote(o.error)) +
-                         ",\"journal\":" + (o.journal_path.empty() ? std::string("null") : json::quote(o.journal_path)) + "}";
+    // The run's events (run_end last) came through on_event already; done_
+    // is set under the lock that guards them, so a reader that sees done_
+    // has seen every event.
+    std::string result = result_json(o.answer, o.verified, o.steps, o.error, o.journal_path);
+    std::vector<std::function<void()>> wake;
     {
         std::lock_guard lock(mutex_);
         state_ = o.state;
         result_json_ = std::move(result);
-    }
-    // run_end last, with done_ set under the same lock as its append, so a
-    // reader that sees done_ has seen every event.
-    std::vector<std::function<void()>> wake;
-    {
-        std::lock_guard lock(mutex_);
-        journal::event ev;
-        ev.seq = static_cast<int64_t>(events_.size());
-        ev.t_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
-        ev.body = std::move(e);
-        std::string line = journal::to_json_line(ev, 16 * 1024);
-        if (!line.empty() && line.back() == '\n') line.pop_back();
-        events_.push_back(std::move(line));
         done_ = true;
         wake.swap(waiters_);
     }
@@ -178,8 +176,11 @@ result<std::shared_ptr<run_record>> run_registry::start(std::string_view body) {
     if (!std::filesystem::exists(file)) return make_error(errc::not_found, "agent '" + name + "' not found (no " + file + ")");
     auto agent = load_agent_file(file, builtin_tool_names());
     if (!agent) return make_error(errc::internal, agent.err().message);
-    for (const auto& p : agent->placeholders())
-        if (!req.inputs.count(p)) return make_error(errc::invalid_argument, "inputs." + p + ": missing (agent '" + name + "' uses {" + p + "})");
+    // A remote caller's inputs: declared by the agent file, path inputs inside the data roots.
+    const input_confinement confinement{options_.data_roots};
+    auto inputs = check_run_inputs(*agent, req.inputs, &confinement);
+    if (!inputs) return make_error(errc::invalid_argument, inputs.err().message);
+    req.inputs = std::move(inputs).value();
     // Share the engine of a model the server already serves.
     const std::string model = canonical(agent->model);
     for (const auto& path : options_.model_paths)
@@ -199,7 +200,6 @@ result<std::shared_ptr<run_record>> run_registry::start(std::string_view body) {
     req.journal_dir = options_.journal_dir;
     req.run_id = id;
     auto record = std::make_shared<run_record>(id, name, metrics_);
-    record->started(req);
     {
         std::lock_guard lock(mutex_);
         runs_.emplace(id, record);
@@ -221,9 +221,23 @@ result<std::shared_ptr<run_record>> run_registry::start(std::string_view body) {
 }
 
 std::shared_ptr<run_record> run_registry::find(std::string_view id) const {
-    std::lock_guard lock(mutex_);
-    auto it = runs_.find(id);
-    return it == runs_.end() ? nullptr : it->second;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = runs_.find(id);
+        if (it != runs_.end()) return it->second;
+    }
+    // Not in memory (an earlier server's run, or one dropped after
+    // max_finished): its journal answers, read afresh on each request.
+    if (!valid_run_id(id) || options_.journal_dir.empty()) return nullptr;
+    const std::filesystem::path path = std::filesystem::path(options_.journal_dir) / (std::string(id) + ".jsonl");
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) return nullptr;
+    auto log = journal::read_journal(path);
+    if (!log) {
+        TACHYON_LOG(warn, __func__ << ": " << log.err().message);
+        return nullptr;
+    }
+    return run_record::from_journal(*log);
 }
 
 std::vector<std::shared_ptr<run_record>> run_registry::list() const {

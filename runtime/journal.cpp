@@ -45,6 +45,11 @@ std::string_view type_name(const event_body& body) {
         std::string_view operator()(const verify_event&) const { return "verify"; }
         std::string_view operator()(const final_event&) const { return "final"; }
         std::string_view operator()(const run_end_event&) const { return "run_end"; }
+        std::string_view operator()(const turn_start_event&) const { return "turn_start"; }
+        std::string_view operator()(const tool_start_event&) const { return "tool_start"; }
+        std::string_view operator()(const call_rejected_event&) const { return "call_rejected"; }
+        std::string_view operator()(const answer_rejected_event&) const { return "answer_rejected"; }
+        std::string_view operator()(const feedback_event&) const { return "feedback"; }
     };
     return std::visit(namer{}, body);
 }
@@ -155,6 +160,40 @@ struct body_writer {
         b.str("state", to_string(e.state));
         b.str("error", e.error);
     }
+    void operator()(const turn_start_event& e) const { b.integer("step", e.step); }
+    void operator()(const tool_start_event& e) const {
+        b.integer("step", e.step);
+        b.str("call_id", e.call_id);
+        b.str("name", e.name);
+        b.raw("arguments", e.arguments_json);
+        b.ms("start_ms", e.start_ms);
+        b.boolean("early", e.early);
+        b.boolean("speculative", e.speculative);
+    }
+    void operator()(const call_rejected_event& e) const {
+        b.integer("step", e.step);
+        b.str("call_id", e.call_id);
+        b.str("name", e.name);
+        if (e.arguments_json.empty()) {
+            b.key("arguments");
+            b.raw_text("null");
+        } else {
+            b.raw("arguments", capped(e.arguments_json, max_result_bytes));
+        }
+        b.str("error", capped(e.error, max_result_bytes));
+    }
+    void operator()(const answer_rejected_event& e) const {
+        b.integer("step", e.step);
+        b.integer("attempt", e.attempt);
+        b.str("answer", capped(e.answer, max_result_bytes));
+        b.str("error", capped(e.error, max_result_bytes));
+    }
+    void operator()(const feedback_event& e) const {
+        b.integer("step", e.step);
+        b.str("call_id", e.call_id);
+        b.str("source", e.source);
+        b.str("text", capped(e.text, max_result_bytes));
+    }
 };
 
 }  // namespace
@@ -246,7 +285,7 @@ double writer::elapsed_ms() const {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
 }
 
-status writer::append(const event_body& body) {
+result<event> writer::append(const event_body& body) {
     TACHYON_ASSERT(fd_ >= 0, "journal writer used after a move");
     std::lock_guard lock(*mutex_);
     event e{next_seq_, elapsed_ms(), body};
@@ -267,15 +306,22 @@ status writer::append(const event_body& body) {
     if (options_.fsync_each_event && ::fdatasync(fd_) != 0)
         return make_error(errc::io_error, "journal '" + path_.string() + "': fdatasync failed: " + std::strerror(errno));
     ++next_seq_;
-    return {};
+    return e;
 }
 
-status writer::run_start(const run_start_event& e) { return append(e); }
-status writer::model_turn(const model_turn_event& e) { return append(e); }
-status writer::tool_call(const tool_call_event& e) { return append(e); }
-status writer::verify(const verify_event& e) { return append(e); }
-status writer::final_answer(const final_event& e) { return append(e); }
-status writer::run_end(const run_end_event& e) { return append(e); }
+namespace {
+status written(const result<event>& r) {
+    if (!r.ok()) return r.err();
+    return {};
+}
+}  // namespace
+
+status writer::run_start(const run_start_event& e) { return written(append(e)); }
+status writer::model_turn(const model_turn_event& e) { return written(append(e)); }
+status writer::tool_call(const tool_call_event& e) { return written(append(e)); }
+status writer::verify(const verify_event& e) { return written(append(e)); }
+status writer::final_answer(const final_event& e) { return written(append(e)); }
+status writer::run_end(const run_end_event& e) { return written(append(e)); }
 
 // --- reading -----------------------------------------------------------------
 
@@ -425,6 +471,47 @@ result<event_body> read_body(const line_reader& r, std::string_view type) {
         TACHYON_GET(e.error, r.str("error"));
         return event_body{std::move(e)};
     }
+    if (type == "turn_start") {
+        turn_start_event e;
+        TACHYON_GET(e.step, r.integer("step"));
+        return event_body{std::move(e)};
+    }
+    if (type == "tool_start") {
+        tool_start_event e;
+        TACHYON_GET(e.step, r.integer("step"));
+        TACHYON_GET(e.call_id, r.str("call_id"));
+        TACHYON_GET(e.name, r.str("name"));
+        TACHYON_GET(e.arguments_json, r.raw("arguments"));
+        TACHYON_GET(e.start_ms, r.number("start_ms"));
+        TACHYON_GET(e.early, r.boolean("early"));
+        TACHYON_GET(e.speculative, r.boolean("speculative"));
+        return event_body{std::move(e)};
+    }
+    if (type == "call_rejected") {
+        call_rejected_event e;
+        TACHYON_GET(e.step, r.integer("step"));
+        TACHYON_GET(e.call_id, r.str("call_id"));
+        TACHYON_GET(e.name, r.str("name"));
+        if (r.has("arguments")) TACHYON_GET(e.arguments_json, r.raw("arguments"));
+        TACHYON_GET(e.error, r.str("error"));
+        return event_body{std::move(e)};
+    }
+    if (type == "answer_rejected") {
+        answer_rejected_event e;
+        TACHYON_GET(e.step, r.integer("step"));
+        TACHYON_GET(e.attempt, r.integer("attempt"));
+        TACHYON_GET(e.answer, r.str("answer"));
+        TACHYON_GET(e.error, r.str("error"));
+        return event_body{std::move(e)};
+    }
+    if (type == "feedback") {
+        feedback_event e;
+        TACHYON_GET(e.step, r.integer("step"));
+        TACHYON_GET(e.call_id, r.str("call_id"));
+        TACHYON_GET(e.source, r.str("source"));
+        TACHYON_GET(e.text, r.str("text"));
+        return event_body{std::move(e)};
+    }
     return make_error(errc::not_found, "unknown event type '" + std::string(type) + "'");
 }
 
@@ -509,6 +596,11 @@ const run_end_event* run_log::end() const {
 std::string run_log::run_id() const {
     if (const auto* s = start(); s != nullptr && !s->run_id.empty()) return s->run_id;
     return path.stem().string();
+}
+
+std::string run_log::state() const {
+    if (const auto* e = end()) return std::string(to_string(e->state));
+    return "interrupted";
 }
 
 result<std::vector<fs::path>> list_journals(const fs::path& dir) {

@@ -2,8 +2,38 @@
 // <dir>/<run-id>.jsonl. Each line is written with a single write() on an
 // O_APPEND descriptor, so a crash or `kill -9` loses at most the event being
 // written; the reader keeps every complete line and reports a cut-off last
-// line as a warning. Enough is recorded to draw the run's timeline (and, with
-// the texts and results, to replay it).
+// line as a warning. The journal is the record of what the model saw and
+// wrote: every turn, every call it wrote (run, rejected or cut off), every
+// answer and every text the runtime gave it to read. An event is written
+// before anything reports it (progress line, SSE event, SDK callback), so
+// whatever a watcher saw is on disk.
+//
+// Every line holds "seq" (0, 1, ...), "t_ms" and "type", then the fields of
+// its type:
+//   run_start       run_id, agent, agent_file, model, inputs, task, started_at
+//   turn_start      step: a model turn begins
+//   model_turn      step, token counts, prefill/decode times, text: the turn as generated
+//   tool_start      step, call_id, name, arguments, start_ms, early, speculative:
+//                   a call that passed validation starts (a predicted call when
+//                   the model's own call matches it; verify calls too)
+//   tool_call       ... ok, result, error: a call ended; the model read
+//                   `result` (ok) or `error`
+//   call_rejected   step, call_id, name, arguments, error: a call the model wrote
+//                   that never reached its tool (malformed, unknown tool,
+//                   arguments failing the schema or grounding, cut off by the
+//                   end of the turn, or not started because the run stopped)
+//   verify          attempt, check, ok, message: one verify check of an answer
+//   answer_rejected step, attempt, answer, error: a final answer that was not
+//                   accepted (not JSON, schema, a failed check)
+//   feedback        step, call_id, source, text: a text the runtime gave the
+//                   model to read in place of a tool's output: "call" (why a
+//                   call was rejected), "tool" (a failed call's error),
+//                   "answer" (why the answer was rejected)
+//   final           answer, verified, steps, times: the run's last answer
+//   run_end         state, error
+// Older journals lack turn_start, tool_start, call_rejected, answer_rejected
+// and feedback; readers take them as they are. A journal without run_end
+// belongs to a run still going or one whose process died (run_log::state()).
 //
 // Times: "t_ms" of every event and the *_ms fields of turns and calls are
 // milliseconds since the run started, on the writer's steady clock
@@ -63,6 +93,42 @@ struct tool_call_event {
     bool speculative = false;  // started ahead of the real call
 };
 
+struct turn_start_event {
+    int64_t step = 0;
+};
+
+struct tool_start_event {
+    int64_t step = 0;
+    std::string call_id;
+    std::string name;
+    std::string arguments_json = "{}";
+    double start_ms = 0;
+    bool early = false;
+    bool speculative = false;
+};
+
+struct call_rejected_event {
+    int64_t step = 0;
+    std::string call_id;
+    std::string name;            // empty when it could not be read
+    std::string arguments_json;  // as written (raw JSON when it parses, else a string); empty: none readable
+    std::string error;           // why; the model reads "error: " + this
+};
+
+struct answer_rejected_event {
+    int64_t step = 0;
+    int64_t attempt = 0;  // answers rejected before this one
+    std::string answer;   // the answer's text as the model wrote it
+    std::string error;
+};
+
+struct feedback_event {
+    int64_t step = 0;       // the turn the feedback answers
+    std::string call_id;    // the call it stands for; empty for an answer
+    std::string source;     // "call", "tool" or "answer"
+    std::string text;       // exactly what the model read
+};
+
 struct verify_event {
     int64_t attempt = 0;
     std::string check;
@@ -85,7 +151,8 @@ struct run_end_event {
     std::string error;
 };
 
-using event_body = std::variant<run_start_event, model_turn_event, tool_call_event, verify_event, final_event, run_end_event>;
+using event_body = std::variant<run_start_event, model_turn_event, tool_call_event, verify_event, final_event, run_end_event,
+                                turn_start_event, tool_start_event, call_rejected_event, answer_rejected_event, feedback_event>;
 
 struct event {
     int64_t seq = 0;
@@ -138,7 +205,9 @@ public:
     status verify(const verify_event& e);
     status final_answer(const final_event& e);
     status run_end(const run_end_event& e);
-    status append(const event_body& body);
+    // Writes the line (handed to the OS before it returns) and gives back
+    // the event as written, with its seq and t_ms, for whoever reports it.
+    result<event> append(const event_body& body);
 
 private:
     writer() = default;
@@ -161,6 +230,9 @@ struct run_log {
     const final_event* final_answer() const;
     const run_end_event* end() const;
     std::string run_id() const;  // from run_start, else the file name
+    // run_end's state, else "interrupted": the run was still going when its
+    // journal was read, or its process died.
+    std::string state() const;
 };
 
 // Parses a journal. A last line that does not parse (a write cut off by a

@@ -67,14 +67,19 @@ result<int32_t> json_grammar::add_schema(const json_schema& schema, const ground
             std::vector<std::pair<std::string, uint8_t>> keys;
             for (size_t p = 0; p < s.properties.size(); ++p) keys.emplace_back(json_quote(s.properties[p].first), static_cast<uint8_t>(p));
             n.keys = add_list(std::move(keys));
+            for (uint8_t p : lists_[static_cast<size_t>(n.keys)].payload) n.key_mask |= uint64_t{1} << p;
             for (const auto& r : s.required) {
                 for (size_t p = 0; p < s.properties.size(); ++p)
                     if (s.properties[p].first == r) n.required_mask |= uint64_t{1} << p;
             }
+            n.required_mask &= n.key_mask;  // a repeated name is one key, written once
         }
         if (s.has_enum) {
+            // Only the values the rest of the node allows (an enum of several
+            // types under a "type"); none leaves the node without a value.
             std::vector<std::pair<std::string, uint8_t>> values;
-            for (const auto& e : s.enum_json) values.emplace_back(e, 0);
+            for (const auto& e : s.enum_json)
+                if (schema.node_accepts(local, e)) values.emplace_back(e, 0);
             n.values = add_list(std::move(values));
         } else if (s.grounded && (s.types & json_types::string)) {
             const auto& candidates = grounding.for_path(path);
@@ -272,6 +277,7 @@ bool json_automaton::frame_finished(const frame& f) const {
         case kind::literal: return f.pos == g_->literals_[static_cast<size_t>(f.id)].size();
         case kind::choice: {
             const auto& texts = g_->lists_[static_cast<size_t>(f.id)].texts;
+            if (f.a >= f.b || f.a >= texts.size()) return false;  // an empty list: nothing to finish
             if (texts[f.a].size() != f.pos || excluded(f.bits, f.a)) return false;
             for (uint32_t i = f.a + 1; i < f.b; ++i)
                 if (!excluded(f.bits, i)) return false;  // a longer candidate may still follow
@@ -286,10 +292,11 @@ bool json_automaton::frame_finished(const frame& f) const {
 bool json_automaton::frame_can_end(const frame& f) const {
     if (f.k == kind::choice) {
         const auto& texts = g_->lists_[static_cast<size_t>(f.id)].texts;
-        return texts[f.a].size() == f.pos && !excluded(f.bits, f.a);
+        return f.a < f.b && f.a < texts.size() && texts[f.a].size() == f.pos && !excluded(f.bits, f.a);
     }
     if (f.k == kind::number) {
         if (f.stage != k_zero && f.stage != k_int && f.stage != k_frac && f.stage != k_exp) return false;
+        if (f.stage == k_zero && (f.aux & 1) != 0) return false;  // "-0" goes on to a fraction
         const schema_node& s = *g_->nodes_[static_cast<size_t>(f.id)].s;
         if (!s.minimum && !s.maximum) return true;
         return number_feasible(s, f, true);
@@ -394,8 +401,7 @@ json_automaton::step json_automaton::consume(frame& f, uint8_t c) {
             const json_grammar::gnode& n = g_->nodes_[static_cast<size_t>(f.id)];
             const schema_node& s = *n.s;
             const bool required_done = (f.bits & n.required_mask) == n.required_mask;
-            const bool more_keys = n.keys >= 0 ? std::popcount(f.bits) < static_cast<int>(s.properties.size())
-                                                : s.additional_properties;
+            const bool more_keys = n.keys >= 0 ? (f.bits & n.key_mask) != n.key_mask : s.additional_properties;
             if (f.stage == k_first || f.stage == k_after_value) {
                 if (c == '}' && required_done) {
                     f.stage = k_done;
@@ -412,7 +418,8 @@ json_automaton::step json_automaton::consume(frame& f, uint8_t c) {
                 f.stage = k_need_next;
                 return step::consumed;
             }
-            if ((f.stage == k_first || f.stage == k_need_next) && c == '"' && more_keys) {
+            // A key takes a frame, then its value and ": " two: room for them first.
+            if ((f.stage == k_first || f.stage == k_need_next) && c == '"' && more_keys && depth_ + 2 <= max_depth) {
                 f.stage = k_in_key;
                 if (n.keys >= 0) {
                     const auto& l = g_->lists_[static_cast<size_t>(n.keys)];
@@ -431,8 +438,9 @@ json_automaton::step json_automaton::consume(frame& f, uint8_t c) {
         case kind::array: {
             const schema_node& s = *g_->nodes_[static_cast<size_t>(f.id)].s;
             const int32_t item = s.items >= 0 ? g_->nodes_[static_cast<size_t>(f.id)].child(s.items) : g_->any_node_;
-            const bool more = !s.max_items || f.a < *s.max_items;
-            const bool enough = !s.min_items || f.a >= *s.min_items;
+            const bool more = item_left(f) && depth_ + 1 <= max_depth;
+            // Below minItems, an array whose unique candidates ran out closes all the same.
+            const bool enough = !s.min_items || f.a >= *s.min_items || !item_left(f);
             if ((f.stage == k_first || f.stage == k_after_value) && c == ']' && enough) {
                 f.stage = k_done;
                 return step::consumed;
@@ -518,10 +526,15 @@ json_automaton::step json_automaton::consume_value(frame& f, uint8_t c) {
         if (k == kind::array) f.b = narrowed;
         return step::consumed;
     };
+    // A kind whose bounds cross (an untyped node may carry them: its other
+    // kinds still fit) is not started: it could never be finished.
+    const schema_node& ns = *n.s;
+    const bool strings = (t & json_types::string) && !(ns.min_length && ns.max_length && *ns.min_length > *ns.max_length);
+    const bool arrays = (t & json_types::array) && !(ns.min_items && ns.max_items && *ns.min_items > *ns.max_items);
     switch (c) {
         case '{': return (t & json_types::object) ? become(kind::object, node, 0) : step::reject;
-        case '[': return (t & json_types::array) ? become(kind::array, node, 0) : step::reject;
-        case '"': return (t & json_types::string) ? become(kind::string, node, 0) : step::reject;
+        case '[': return arrays ? become(kind::array, node, 0) : step::reject;
+        case '"': return strings ? become(kind::string, node, 0) : step::reject;
         case 't': return (t & json_types::boolean) ? become(kind::literal, g_->lit_true_, 1) : step::reject;
         case 'f': return (t & json_types::boolean) ? become(kind::literal, g_->lit_false_, 1) : step::reject;
         case 'n': return (t & json_types::null) ? become(kind::literal, g_->lit_null_, 1) : step::reject;
@@ -608,68 +621,41 @@ json_automaton::step json_automaton::consume_string(frame& f, uint8_t c) {
     }
 }
 
-namespace {
-
-// An interval of reals with open or closed ends.
-struct interval {
-    long double lo, hi;
-    bool lo_in, hi_in;
-};
-bool nonempty(const interval& x) { return x.lo < x.hi || (x.lo == x.hi && x.lo_in && x.hi_in); }
-interval intersect(const interval& x, const interval& y) {
-    interval r{};
-    if (x.lo > y.lo) r.lo = x.lo, r.lo_in = x.lo_in;
-    else if (y.lo > x.lo) r.lo = y.lo, r.lo_in = y.lo_in;
-    else r.lo = x.lo, r.lo_in = x.lo_in && y.lo_in;
-    if (x.hi < y.hi) r.hi = x.hi, r.hi_in = x.hi_in;
-    else if (y.hi < x.hi) r.hi = y.hi, r.hi_in = y.hi_in;
-    else r.hi = x.hi, r.hi_in = x.hi_in && y.hi_in;
-    return r;
-}
-
-}  // namespace
-
 // Can the number written so far (f) still become, or be (final_only), a
 // value within the node's bounds? The values a decimal prefix can reach are
-// a few intervals: the prefix itself, more integer digits, a fraction.
+// a few ranges of the grid bounded numbers are written on
+// (number_grid_index): the prefix itself, more integer digits, a fraction.
 bool json_automaton::number_feasible(const schema_node& s, const frame& f, bool final_only) const {
     const bool integer_only = (s.types & json_types::number) == 0;
-    constexpr long double inf = 1e30L;
-    interval k{-inf, inf, true, true};
-    if (s.minimum) k.lo = static_cast<long double>(*s.minimum), k.lo_in = !s.exclusive_minimum;
-    if (s.maximum) k.hi = static_cast<long double>(*s.maximum), k.hi_in = !s.exclusive_maximum;
-    if (integer_only) {  // the bounds as the nearest integers inside
-        k.lo = k.lo_in ? std::ceil(k.lo) : std::floor(k.lo) + 1;
-        k.hi = k.hi_in ? std::floor(k.hi) : std::ceil(k.hi) - 1;
-        k.lo_in = k.hi_in = true;
-    }
     const bool neg = (f.aux & 1) != 0;
-    auto hits = [&](interval m) {  // m: magnitudes; the sign applies
-        if (neg) m = interval{-m.hi, -m.lo, m.hi_in, m.lo_in};
-        return nonempty(intersect(m, k));
-    };
-    const auto v = static_cast<long double>(f.bits);
+    constexpr number_grid_index unit = k_grid_fraction;
+    auto in = [&](number_grid_index g0, number_grid_index g1) { return bounded_number_in(s, neg, g0, g1); };
+    // A whole integer part w, with any fraction after it unless integers only.
+    auto units = [&](number_grid_index w0, number_grid_index w1) { return in(w0 * unit, w1 * unit + (integer_only ? 0 : unit - 1)); };
+    const number_grid_index v = f.bits;
     switch (f.stage) {
-        case k_minus: return hits({0, 1e18L, false, true});
+        case k_minus: return !final_only && units(integer_only ? 1 : 0, k_grid_integer_limit - 1);
         case k_zero:
+            if (final_only) return !neg && in(0, 0);
+            return (!neg && in(0, 0)) || (!integer_only && in(0, unit - 1));
         case k_int: {
-            if (hits({v, v, true, true})) return true;
+            if (in(v * unit, v * unit)) return true;
             if (final_only) return false;
-            if (!integer_only && hits({v, v + 1, true, false})) return true;  // a fraction follows
-            if (f.stage == k_zero) return false;
-            long double p = 1;
+            if (!integer_only && in(v * unit, v * unit + unit - 1)) return true;  // a fraction follows
+            number_grid_index p = 1;
             for (uint32_t e = 1; f.a + e <= k_max_int_digits; ++e) {
                 p *= 10;
-                if (hits({v * p, (v + 1) * p, true, false})) return true;
+                if (units(v * p, (v + 1) * p - 1)) return true;
             }
             return false;
         }
         case k_dot:
         case k_frac: {
-            const long double scale = std::pow(10.0L, static_cast<long double>(f.pos));
-            const long double x = v + static_cast<long double>(f.b) / scale;
-            if (final_only) return f.stage == k_frac && hits({x, x, true, true});
-            return hits({x, x + 1 / scale, true, false});
+            number_grid_index scale = 1;  // grid steps per unit of the last digit written
+            for (uint32_t i = f.pos; i < 9; ++i) scale *= 10;
+            const number_grid_index g = v * unit + static_cast<number_grid_index>(f.b) * scale;
+            if (final_only) return f.stage == k_frac && in(g, g);
+            return in(g, g + (f.stage == k_dot ? unit : scale) - 1);
         }
         default: return true;
     }
@@ -701,7 +687,7 @@ json_automaton::step json_automaton::consume_number(frame& f, uint8_t c) {
                 break;
             }
             if (g.stage != k_int && c == '0') {
-                if (neg) return step::reject;  // no "-0"
+                if (neg && integer_only) return step::reject;  // no "-0"; "-0.5" is a number
                 g.stage = k_zero;
                 g.a = 1;
                 g.bits = 0;
@@ -781,6 +767,20 @@ bool json_automaton::can_end() const {
         t.pop_finished();
     }
     return true;
+}
+
+bool json_automaton::item_left(const frame& f) const {
+    const json_grammar::gnode& n = g_->nodes_[static_cast<size_t>(f.id)];
+    const schema_node& s = *n.s;
+    if (s.max_items && f.a >= *s.max_items) return false;
+    if (!s.unique_items || s.items < 0) return true;
+    const int32_t values = g_->nodes_[static_cast<size_t>(n.child(s.items))].values;
+    if (values < 0) return true;  // items not chosen from a list: not tracked
+    const int32_t list = f.b != 0 ? static_cast<int32_t>(f.b - 1) : values;
+    const size_t n_candidates = g_->lists_[static_cast<size_t>(list)].texts.size();
+    if (n_candidates > 64) return true;  // candidates past the 64th are never excluded
+    const uint64_t all = n_candidates == 64 ? ~uint64_t{0} : (uint64_t{1} << n_candidates) - 1;
+    return (f.bits & all) != all;
 }
 
 bool json_automaton::in_plain_string() const {

@@ -19,8 +19,17 @@
 // respect minimum/maximum digit by digit (bounded numbers take no exponent
 // and at most 9 fraction digits); in a "uniqueItems" array, an item chosen
 // from a list (enum, grounded values) cannot repeat an earlier item's choice
-// among the list's first 64 candidates. Not enforced while decoding (the
+// among the list's first 64 candidates; once every candidate is taken, the
+// array closes (also below minItems: only grounded lists can be that
+// short; the validator reports it). Not enforced while decoding (the
 // validator checks it after): "pattern", uniqueItems beyond that.
+//
+// Every state the automaton reaches keeps a way to complete the region, for
+// a schema json_schema::unsatisfiable() accepts: a byte is accepted only
+// where the value it starts or continues can still be finished (numbers
+// within their bounds, keys and items with room on the stack, items with a
+// candidate left). A schema that skipped that check (an empty enum, say) may
+// leave no byte to accept, but never a read out of bounds.
 //
 // The automaton is a stack of small frames, copied by value: the mask walk
 // copies it once per trie node it visits, so a frame is 32 bytes and only
@@ -74,6 +83,7 @@ private:
         int32_t keys = -1;             // choice list of quoted declared keys
         int32_t values = -1;           // choice list of whole JSON values (enum, const, grounded)
         uint64_t required_mask = 0;    // bits of properties that must appear
+        uint64_t key_mask = 0;         // bits of the properties the key list offers (a repeated name once)
         int32_t anchor = -1;           // object: property whose chosen value narrows its siblings' values
         int32_t anchored = -1;         // grounded string: row of anchored_ narrowing `values` by the anchor's choice
         int32_t child(int local) const { return first_child + local; }
@@ -104,7 +114,11 @@ private:
 // only the live frames).
 class json_automaton {
 public:
-    static constexpr int max_depth = 32;
+    // Room for the deepest schema json_schema accepts, with the call frame
+    // and a pending literal above it: a declared structure always fits, and
+    // only free values (untyped items, additional properties) nest until
+    // the stack is full, where they close instead of nesting further.
+    static constexpr int max_depth = json_schema::max_depth + 8;
 
     json_automaton() = default;
     explicit json_automaton(const json_grammar* g) : g_(g) {}
@@ -173,6 +187,9 @@ private:
     step consume_number(frame& f, uint8_t c);
     step consume_value(frame& f, uint8_t c);
     bool number_feasible(const schema_node& s, const frame& f, bool final_only) const;
+    // An array frame may take another item: below maxItems and, under
+    // uniqueItems, a candidate no earlier item took is left for it.
+    bool item_left(const frame& array) const;
 
     const json_grammar* g_ = nullptr;
     int depth_ = 0;

@@ -1,5 +1,6 @@
 #include "runtime/json_schema.h"
 
+#include <algorithm>
 #include <cmath>
 #include <simdjson.h>
 
@@ -11,7 +12,6 @@ namespace dom = simdjson::dom;
 
 namespace {
 
-constexpr int k_max_schema_depth = 32;
 constexpr size_t k_max_errors = 8;
 
 std::string format_number(double v) {
@@ -61,9 +61,9 @@ public:
             return make_error(errc::invalid_argument, "schema of " + out_.label_ + ": '" + path +
                                                           (path.empty() ? "" : ".") + std::string(key) + "' " + what);
         };
-        if (depth > k_max_schema_depth)
+        if (depth > json_schema::max_depth)
             return make_error(errc::invalid_argument, "schema of " + out_.label_ + ": nested deeper than " +
-                                                          std::to_string(k_max_schema_depth) + " at '" + path + "'");
+                                                          std::to_string(json_schema::max_depth) + " at '" + path + "'");
         dom::object obj;
         if (el.get_object().get(obj) != simdjson::SUCCESS)
             return make_error(errc::invalid_argument,
@@ -120,12 +120,13 @@ public:
                 else if (!v.is_object()) return bad(key, "must be a boolean or a schema");
             } else if (key == "enum") {
                 if (!v.is_array()) return bad(key, "must be an array of values");
-                node().has_enum = true;
-                const dom::array values = v.get_array().value();
-                for (dom::element e : values) node().enum_json.push_back(simdjson::minify(e));
+                std::vector<std::string> values;
+                const dom::array list = v.get_array().value();
+                for (dom::element e : list) values.push_back(simdjson::minify(e));
+                restrict_values(node(), std::move(values));
             } else if (key == "const") {
-                node().has_enum = node().is_const = true;
-                node().enum_json.assign(1, simdjson::minify(v));
+                restrict_values(node(), {simdjson::minify(v)});
+                node().is_const = true;
             } else if (key == "minimum" || key == "maximum" || key == "exclusiveMinimum" || key == "exclusiveMaximum") {
                 const bool is_min = key == "minimum" || key == "exclusiveMinimum";
                 const bool exclusive = key.starts_with("exclusive");
@@ -172,6 +173,15 @@ public:
     }
 
 private:
+    // "enum" and "const" both hold: a node given both keeps the values in both.
+    static void restrict_values(schema_node& n, std::vector<std::string> values) {
+        if (n.has_enum)
+            std::erase_if(n.enum_json, [&](const std::string& e) { return std::find(values.begin(), values.end(), e) == values.end(); });
+        else
+            n.enum_json = std::move(values);
+        n.has_enum = true;
+    }
+
     json_schema& out_;
 };
 
@@ -365,6 +375,207 @@ status json_schema::validate(std::string_view instance_json, const grounded_valu
     std::string msg = label_ + ": ";
     for (size_t i = 0; i < c.errors_.size(); ++i) msg += (i ? "; " : "") + c.errors_[i];
     return make_error(errc::invalid_argument, std::move(msg));
+}
+
+bool json_schema::node_accepts(int index, std::string_view value_json) const {
+    dom::parser parser;
+    dom::element el;
+    if (parser.parse(value_json.data(), value_json.size(), true).get(el) != simdjson::SUCCESS) return false;
+    schema_checker c(*this, nullptr);
+    c.check(el, index, "", "");
+    return c.errors_.empty();
+}
+
+bool bounded_number_in(const schema_node& s, bool negative, number_grid_index g0, number_grid_index g1) {
+    const bool integer_only = (s.types & json_types::number) == 0;
+    number_grid_index step = 1;
+    if (integer_only) {  // only the whole units of the range
+        step = k_grid_fraction;
+        g0 = (g0 + step - 1) / step * step;
+        g1 = g1 / step * step;
+    }
+    if (g0 > g1) return false;
+    // The double the validator reads from the text of grid index g: monotone in g.
+    auto value = [&](number_grid_index g) {
+        const long double m = static_cast<long double>(static_cast<uint64_t>(g / k_grid_fraction)) +
+                              static_cast<long double>(static_cast<uint64_t>(g % k_grid_fraction)) / 1e9L;
+        return static_cast<double>(negative ? -m : m);
+    };
+    auto above_min = [&](double d) { return !s.minimum || (s.exclusive_minimum ? d > *s.minimum : d >= *s.minimum); };
+    auto below_max = [&](double d) { return !s.maximum || (s.exclusive_maximum ? d < *s.maximum : d <= *s.maximum); };
+    auto within = [&](double d) { return above_min(d) && below_max(d); };
+    // Values rise with g for a positive sign, fall for a negative one: the
+    // bound they move towards holds from some index on, the other up to
+    // some index. Most ranges settle at their ends; only one that straddles
+    // the bounds needs the search for the first index past the one bound.
+    auto entering = [&](double d) { return negative ? below_max(d) : above_min(d); };
+    auto other = [&](double d) { return negative ? above_min(d) : below_max(d); };
+    const double first = value(g0), last = value(g1);
+    if (within(first) || within(last)) return true;
+    if (!entering(last) || !other(first)) return false;  // the whole range before, or past, the bounds
+    number_grid_index lo = 0, hi = (g1 - g0) / step + 1;  // steps: the first entering one in [lo, hi)
+    while (lo < hi) {
+        const number_grid_index mid = lo + (hi - lo) / 2;
+        if (entering(value(g0 + mid * step))) hi = mid;
+        else lo = mid + 1;
+    }
+    return g0 + lo * step <= g1 && other(value(g0 + lo * step));
+}
+
+namespace {
+
+// The satisfiability walk of json_schema::unsatisfiable.
+class satisfiability {
+public:
+    explicit satisfiability(const json_schema& s) : s_(s) {}
+
+    std::optional<json_schema::conflict> node(int index, const std::string& prefix) {
+        const schema_node& n = s_.node(index);
+        auto at = [&](std::string_view keyword, std::string what) {
+            return json_schema::conflict{prefix + std::string(keyword), std::move(what)};
+        };
+        if (n.types == 0) return at("type", "lists no type (expected at least one type name)");
+        if (auto c = structure(n, at)) return c;
+        if (n.has_enum) {
+            // The value set is the enum's: the other keywords only filter it.
+            const char* keyword = n.is_const ? "const" : "enum";
+            if (n.enum_json.empty())
+                return n.is_const ? at("const", "the const value is not one of the enum values (expected a value both allow)")
+                                  : at("enum", "empty enum (expected at least one value)");
+            // Its subschemas are checked all the same: a schema that names
+            // them is refused for any of them, wherever they sit.
+            for (const auto& e : n.enum_json)
+                if (s_.node_accepts(index, e)) return children(n, prefix);
+            return at(keyword, std::string(n.is_const ? "the const value " + excerpt(n.enum_json[0]) : "no enum value") +
+                                   " is valid for the rest of this schema (" + first_error(index, n.enum_json[0]) + ")");
+        }
+        // The node admits a value when one of its kinds does; the first kind
+        // that does not says why, should none.
+        std::optional<json_schema::conflict> why;
+        bool some = (n.types & (json_types::null | json_types::boolean)) != 0;
+        auto kind = [&](uint8_t bits, std::optional<json_schema::conflict> c) {
+            if ((n.types & bits) == 0) return;
+            if (!c) some = true;
+            else if (!why) why = std::move(c);
+        };
+        kind(json_types::integer | json_types::number, number(n, at));
+        kind(json_types::string, string(n, at));
+        kind(json_types::array, array(n, at));
+        kind(json_types::object, object(n, at));
+        if (!some) return why;
+        return children(n, prefix);
+    }
+
+private:
+    std::optional<json_schema::conflict> children(const schema_node& n, const std::string& prefix) {
+        for (const auto& [name, child] : n.properties)
+            if (auto c = node(child, prefix + "properties." + name + ".")) return c;
+        if (n.items >= 0)
+            if (auto c = node(n.items, prefix + "items.")) return c;
+        return std::nullopt;
+    }
+
+    template <class At>
+    static std::optional<json_schema::conflict> number(const schema_node& n, At at) {
+        if (!n.minimum && !n.maximum) return std::nullopt;  // unbounded numbers are written freely
+        const number_grid_index top = number_grid_index{k_grid_integer_limit} * k_grid_fraction - 1;
+        if (bounded_number_in(n, false, 0, top) || bounded_number_in(n, true, 1, top)) return std::nullopt;
+        const std::string low = n.minimum ? (n.exclusive_minimum ? "exclusiveMinimum " : "minimum ") + format_number(*n.minimum) : "";
+        const std::string high = n.maximum ? (n.exclusive_maximum ? "exclusiveMaximum " : "maximum ") + format_number(*n.maximum) : "";
+        const std::string bounds = low + (low.empty() || high.empty() ? "" : ", ") + high;
+        const std::string_view keyword = n.minimum ? (n.exclusive_minimum ? "exclusiveMinimum" : "minimum")
+                                                   : (n.exclusive_maximum ? "exclusiveMaximum" : "maximum");
+        if (n.minimum && n.maximum &&
+            (*n.minimum > *n.maximum || (*n.minimum == *n.maximum && (n.exclusive_minimum || n.exclusive_maximum))))
+            return at(keyword, "no number lies within the bounds (" + bounds + "; expected the minimum below the maximum)");
+        if ((n.types & json_types::number) == 0 && n.minimum && n.maximum && *n.maximum - *n.minimum <= 1 && std::fabs(*n.minimum) < 1e17)
+            return at(keyword, "no integer lies within the bounds (" + bounds + ")");
+        return at(keyword, "no number that constrained decoding writes lies within the bounds (" + bounds +
+                               "; it writes bounded numbers of at most 18 integer and 9 fraction digits)");
+    }
+
+    template <class At>
+    static std::optional<json_schema::conflict> string(const schema_node& n, At at) {
+        if (n.min_length && n.max_length && *n.min_length > *n.max_length)
+            return at("minLength", "minLength " + std::to_string(*n.min_length) + " is above maxLength " +
+                                       std::to_string(*n.max_length) + " (expected minLength <= maxLength)");
+        if (!n.pattern) return std::nullopt;
+        const schema_pattern& p = *n.pattern;
+        if (p.matches_nothing()) return at("pattern", "the pattern " + p.source() + " matches no string");
+        // A character is one to four bytes; ASCII-only patterns match one byte per character.
+        const size_t min_chars = p.ascii_only() ? p.min_match_bytes() : (p.min_match_bytes() + 3) / 4;
+        if (n.max_length && min_chars > *n.max_length)
+            return at("pattern", "the pattern " + p.source() + " needs at least " + std::to_string(min_chars) +
+                                     " characters, above maxLength " + std::to_string(*n.max_length));
+        if (const auto max_bytes = p.max_text_bytes(); max_bytes && n.min_length && *max_bytes < *n.min_length)
+            return at("pattern", "the pattern " + p.source() + " matches at most " + std::to_string(*max_bytes) +
+                                     " characters, below minLength " + std::to_string(*n.min_length));
+        return std::nullopt;
+    }
+
+    template <class At>
+    std::optional<json_schema::conflict> array(const schema_node& n, At at) const {
+        if (n.min_items && n.max_items && *n.min_items > *n.max_items)
+            return at("minItems", "minItems " + std::to_string(*n.min_items) + " is above maxItems " + std::to_string(*n.max_items) +
+                                      " (expected minItems <= maxItems)");
+        if (n.unique_items && n.min_items && n.items >= 0 && s_.node(n.items).has_enum) {
+            size_t distinct = 0;
+            for (const auto& e : s_.node(n.items).enum_json) distinct += s_.node_accepts(n.items, e);
+            if (distinct < *n.min_items)
+                return at("minItems", "minItems " + std::to_string(*n.min_items) + " with uniqueItems, but the items allow only " +
+                                          std::to_string(distinct) + " distinct values");
+        }
+        return std::nullopt;
+    }
+
+    // What constrained decoding compiles for every node with properties,
+    // whatever its type: at most 64 keys, one anchor for the values.
+    template <class At>
+    std::optional<json_schema::conflict> structure(const schema_node& n, At at) const {
+        if (n.properties.size() > 64)
+            return at("properties", "more than 64 properties (constrained decoding takes at most 64 per object)");
+        // Constrained decoding narrows the values of an object by one anchor.
+        std::string anchor;
+        for (const auto& [name, child] : n.properties) {
+            const schema_node* c = &s_.node(child);
+            std::string where = "properties." + name + ".";
+            if (c->grounded_with.empty() && c->items >= 0) c = &s_.node(c->items), where += "items.";
+            if (c->grounded_with.empty()) continue;
+            if (anchor.empty()) anchor = c->grounded_with;
+            else if (c->grounded_with != anchor)
+                return at(where + "x-grounded-with", "names '" + c->grounded_with + "', but another property is narrowed by '" +
+                                                         anchor + "' (expected one x-grounded-with property per object)");
+        }
+        return std::nullopt;
+    }
+
+    template <class At>
+    static std::optional<json_schema::conflict> object(const schema_node& n, At at) {
+        if (n.additional_properties)
+            return std::nullopt;
+        for (const auto& r : n.required)
+            if (n.property(r) < 0)
+                return at("required", "'" + r + "' is not one of the properties, and additionalProperties is false");
+        return std::nullopt;
+    }
+
+    std::string first_error(int index, const std::string& value) const {
+        dom::parser parser;
+        dom::element el;
+        if (parser.parse(value.data(), value.size(), true).get(el) != simdjson::SUCCESS) return "not valid JSON";
+        schema_checker c(s_, nullptr);
+        c.check(el, index, "", "");
+        return c.errors_.empty() ? std::string() : c.errors_.front();
+    }
+
+    const json_schema& s_;
+};
+
+}  // namespace
+
+std::optional<json_schema::conflict> json_schema::unsatisfiable() const {
+    if (nodes_.empty()) return std::nullopt;
+    return satisfiability(*this).node(0, "");
 }
 
 }  // namespace tachyon

@@ -18,6 +18,15 @@
 //
 // Errors are written for the model to read and name the tool and the
 // argument: "search_logs: argument 'limit' must be an integer <= 50; got 80".
+//
+// parse() reads the keywords; unsatisfiable() then tells whether every
+// subschema admits a value that constrained decoding can write (no empty
+// enum, minLength <= maxLength, ...). Each entry point of a schema (HTTP
+// requests, agent files, SDK tools) refuses one that does not, naming the
+// keyword's path, so the decoder never starts on a grammar it cannot finish.
+//
+// When both "enum" and "const" are given, the node takes the const if the
+// enum lists it, and nothing otherwise.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +47,21 @@ namespace json_types {
 inline constexpr uint8_t null = 1, boolean = 2, integer = 4, number = 8, string = 16, array = 32, object = 64;
 inline constexpr uint8_t any = 127;
 }  // namespace json_types
+
+// Bounded numbers (a minimum or maximum given) as constrained decoding
+// writes them: no exponent, at most 18 integer digits and 9 fraction digits
+// (integers: no fraction). A magnitude is a grid index: w * 10^9 + f, the
+// integer part w and the nine fraction digits f.
+__extension__ typedef unsigned __int128 number_grid_index;
+inline constexpr uint64_t k_grid_fraction = 1000000000;                  // 10^9 grid steps per unit
+inline constexpr uint64_t k_grid_integer_limit = 1000000000000000000ull;  // 10^18: integer parts stay below
+
+struct schema_node;
+
+// Whether a number of sign `negative` whose magnitude is a grid index in
+// [g0, g1] (integers: a multiple of 10^9) lies within the node's bounds, as
+// the validator compares them: the text's double against the bounds.
+bool bounded_number_in(const schema_node& s, bool negative, number_grid_index g0, number_grid_index g1);
 
 struct schema_node {
     uint8_t types = json_types::any;                     // allowed kinds; number includes integer
@@ -89,6 +113,22 @@ public:
     // Validates a JSON text. With `grounding`, grounded strings must be one of
     // the values for their path; without, grounding is not checked.
     status validate(std::string_view instance_json, const grounded_values* grounding = nullptr) const;
+    // Whether the JSON text `value_json` is valid for node `index` (grounding not checked).
+    bool node_accepts(int index, std::string_view value_json) const;
+
+    // Why no value satisfies the schema, if so: the first subschema that
+    // admits no value (or none constrained decoding can write: bounded
+    // numbers, see number_grid_index). `path` is the keyword's path inside
+    // the schema ("properties.a.enum", "items.minLength"), `what` says why
+    // and what was expected ("empty enum (expected at least one value)").
+    struct conflict {
+        std::string path;
+        std::string what;
+    };
+    std::optional<conflict> unsatisfiable() const;
+
+    // Deepest nesting of subschemas (properties, items) parse accepts.
+    static constexpr int max_depth = 32;
 
     const schema_node& root() const { return nodes_[0]; }
     const schema_node& node(int index) const { return nodes_[static_cast<size_t>(index)]; }

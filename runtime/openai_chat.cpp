@@ -214,6 +214,7 @@ result<function_tool> parse_tool(element v, const std::string& path) {
         const std::string text = simdjson::minify(x);
         auto schema = json_schema::parse(text, t.name, "argument");
         if (!schema) return fail(fp + ".parameters", schema.err().message);
+        if (auto c = schema->unsatisfiable()) return fail(member(fp + ".parameters", c->path), c->what);
         auto spaced = json::spaced(text, fp + ".parameters");
         if (!spaced) return spaced.err();
         t.parameters_json = std::move(spaced).value();
@@ -266,6 +267,7 @@ status parse_response_format(element v, chat_request& r) {
         const std::string text = simdjson::minify(x);
         auto schema = json_schema::parse(text, "response", "field");
         if (!schema) return fail("response_format.json_schema.schema", schema.err().message);
+        if (auto c = schema->unsatisfiable()) return fail(member("response_format.json_schema.schema", c->path), c->what);
         if (schema->root().types != json_types::object)
             return fail("response_format.json_schema.schema", "the root must be an object schema (\"type\": \"object\")");
         r.response_schema_json = text;

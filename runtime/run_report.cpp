@@ -1,11 +1,26 @@
 #include "runtime/run_report.h"
 
+#include <simdjson.h>
+
 #include <cstdio>
 #include <sstream>
 
 #include "runtime/json_util.h"
 
 namespace tachyon {
+
+namespace {
+
+// A prose answer (a JSON string) as its text; an object as its JSON.
+std::string answer_text(const std::string& answer) {
+    if (answer.empty() || answer.front() != '"') return answer;
+    simdjson::dom::parser parser;
+    std::string_view text;
+    if (parser.parse(simdjson::padded_string(answer)).get_string().get(text) != simdjson::SUCCESS) return answer;
+    return std::string(text);
+}
+
+}  // namespace
 
 std::string outcome_json(const run_outcome& out) {
     std::ostringstream os;
@@ -28,14 +43,18 @@ std::string outcome_json(const run_outcome& out) {
 std::string outcome_summary(const run_outcome& out) {
     std::ostringstream os;
     char line[512];
+    // "verified" only when a check ran and passed; an agent without checks
+    // gets its answer accepted as it is, and says so.
     if (out.verified) {
-        os << "verified answer: " << out.answer << "\n";
+        os << "verified answer: " << answer_text(out.answer) << "\n";
+    } else if (out.state == "succeeded") {
+        os << "answered (no checks): " << answer_text(out.answer) << "\n";
     } else {
-        os << "no verified answer (" << out.state << "): " << out.error << "\n";
-        if (!out.answer.empty()) os << "last answer: " << out.answer << "\n";
+        os << "no answer (" << out.state << "): " << out.error << "\n";
+        if (!out.answer.empty()) os << "last answer: " << answer_text(out.answer) << "\n";
     }
     std::snprintf(line, sizeof line,
-                  "time to verified answer %.2f s | model %.2f s | tools %.2f s (waited %.2f s, %.2f s hidden under decoding) | "
+                  "time to answer %.2f s | model %.2f s | tools %.2f s (waited %.2f s, %.2f s hidden under decoding) | "
                   "%d steps, %zu tool calls | tokens: %d prefilled, %d reused, %d generated\n",
                   out.time_to_answer_ms / 1000.0, out.model_ms / 1000.0, out.tool_ms / 1000.0, out.tool_wait_ms / 1000.0,
                   out.overlap_saved_ms / 1000.0, out.steps, out.calls.size(), out.prefill_tokens, out.reused_tokens,

@@ -123,6 +123,35 @@ result<schema_pattern> schema_pattern::compile(std::string_view src) {
     return p;
 }
 
+bool schema_pattern::matches_nothing() const {
+    for (const auto& a : atoms_)
+        if (a.repeat == atom::rep::one && a.bytes.none()) return true;
+    return false;
+}
+
+size_t schema_pattern::min_match_bytes() const {
+    size_t n = 0;
+    for (const auto& a : atoms_) n += a.repeat == atom::rep::one;
+    return n;
+}
+
+std::optional<size_t> schema_pattern::max_text_bytes() const {
+    if (!anchored_start_ || !anchored_end_) return std::nullopt;
+    size_t n = 0;
+    for (const auto& a : atoms_) {
+        if (a.repeat == atom::rep::star) return std::nullopt;
+        if (a.bytes.any()) ++n;  // an optional atom that accepts nothing is always skipped
+    }
+    return n;
+}
+
+bool schema_pattern::ascii_only() const {
+    for (const auto& a : atoms_)
+        for (size_t c = 0x80; c < 256; ++c)
+            if (a.bytes.test(c)) return false;
+    return true;
+}
+
 bool schema_pattern::search(std::string_view text) const {
     const size_t n = atoms_.size();
     // states[k]: positions in the pattern reachable after the text so far; k == n is a match.

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <bitset>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,17 @@ public:
 
     bool search(std::string_view text) const;
     const std::string& source() const { return source_; }
+
+    // What the schema's satisfiability check needs to know (json_schema::unsatisfiable):
+    // an atom that must match accepts no byte, so no text matches;
+    bool matches_nothing() const;
+    // the bytes of the shortest match;
+    size_t min_match_bytes() const;
+    // anchored at both ends without an unbounded repeat: the bytes of the
+    // longest matching text (a text is the match itself); otherwise none;
+    std::optional<size_t> max_text_bytes() const;
+    // every atom accepts ASCII bytes only (a byte is then a character).
+    bool ascii_only() const;
 
 private:
     struct atom {

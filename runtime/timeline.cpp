@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <set>
 #include <variant>
 
 namespace tachyon {
@@ -72,6 +73,14 @@ std::vector<time_span> idle_gaps(const run_log& log) {
 }
 
 std::string render_timeline_text(const run_log& log, size_t width) {
+    // A turn or call that started and has no end: the run was interrupted
+    // there (the ended ones show as their model_turn / tool_call rows).
+    std::set<int64_t> ended_turns;
+    std::set<std::string> ended_calls;
+    for (const auto& e : log.events) {
+        if (const auto* t = std::get_if<model_turn_event>(&e.body)) ended_turns.insert(t->step);
+        if (const auto* c = std::get_if<tool_call_event>(&e.body)) ended_calls.insert(c->call_id);
+    }
     std::vector<row> rows;
     for (const auto& e : log.events) {
         row r;
@@ -114,6 +123,29 @@ std::string render_timeline_text(const run_log& log, size_t width) {
             r.lane = "run";
             r.what = "end";
             r.detail = std::string(to_string(end->state)) + (end->error.empty() ? "" : ": " + end->error);
+        } else if (const auto* ts = std::get_if<turn_start_event>(&e.body)) {
+            if (ended_turns.count(ts->step)) continue;
+            r.lane = "model";
+            r.what = "turn " + std::to_string(ts->step);
+            r.detail = "started; no end recorded";
+        } else if (const auto* cs = std::get_if<tool_start_event>(&e.body)) {
+            if (ended_calls.count(cs->call_id)) continue;
+            r.time_ms = cs->start_ms;
+            r.lane = "tool " + cs->call_id;
+            r.what = cs->name;
+            r.detail = "started, no result recorded: " + cs->arguments_json;
+        } else if (const auto* rc = std::get_if<call_rejected_event>(&e.body)) {
+            r.lane = "tool " + rc->call_id;
+            r.what = rc->name.empty() ? "(unreadable)" : rc->name;
+            r.detail = "REJECTED " + (rc->arguments_json.empty() ? std::string() : rc->arguments_json + " ") + "-> " + rc->error;
+        } else if (const auto* ra = std::get_if<answer_rejected_event>(&e.body)) {
+            r.lane = "verify";
+            r.what = "answer rejected";
+            r.detail = "(turn " + std::to_string(ra->step) + ") " + ra->error + " <- " + ra->answer;
+        } else if (const auto* fb = std::get_if<feedback_event>(&e.body)) {
+            r.lane = "feedback";
+            r.what = fb->source + (fb->call_id.empty() ? "" : " " + fb->call_id);
+            r.detail = "(to turn " + std::to_string(fb->step + 1) + ") " + fb->text;
         }
         r.detail = one_line(r.detail, width);
         rows.push_back(std::move(r));

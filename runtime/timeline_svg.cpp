@@ -86,7 +86,12 @@ std::string render_timeline_svg(const run_log& log) {
     std::vector<const model_turn_event*> turns;
     std::vector<const tool_call_event*> calls;
     std::vector<std::pair<double, const verify_event*>> verifies;
+    std::vector<std::pair<double, std::string>> rejections;  // calls and answers that never got through, on the model lane
     for (const auto& e : log.events) {
+        if (const auto* c = std::get_if<call_rejected_event>(&e.body))
+            rejections.emplace_back(e.t_ms, "rejected call " + c->call_id + " " + c->name + ": " + c->error);
+        if (const auto* a = std::get_if<answer_rejected_event>(&e.body))
+            rejections.emplace_back(e.t_ms, "rejected answer (turn " + std::to_string(a->step) + "): " + a->error);
         if (const auto* t = std::get_if<model_turn_event>(&e.body)) turns.push_back(t);
         if (const auto* c = std::get_if<tool_call_event>(&e.body)) calls.push_back(c);
         if (const auto* v = std::get_if<verify_event>(&e.body)) verifies.emplace_back(e.t_ms, v);
@@ -113,7 +118,7 @@ std::string render_timeline_svg(const run_log& log) {
     // Title: run id, agent, state, time to answer.
     std::string title = "run " + log.run_id();
     if (const auto* s = log.start()) title += "  agent " + s->agent + "  model " + s->model;
-    if (const auto* end = log.end()) title += "  " + std::string(to_string(end->state));
+    title += "  " + log.state();
     if (const auto* f = log.final_answer()) title += "  answer at " + num(f->time_to_answer_ms) + " ms";
     svg += text_at(8, 16, title, "font-size=\"13\" font-weight=\"bold\"") + "\n";
 
@@ -137,6 +142,9 @@ std::string render_timeline_svg(const run_log& log) {
         item("<polygon points=\"" + num(x + 6) + "," + num(y) + " " + num(x + 12) + "," + num(y + 6) + " " + num(x + 6) +
                  "," + num(y + 12) + " " + num(x) + "," + num(y + 6) + "\" fill=\"" + decode_colour + "\"/>",
              "verify pass/fail");
+        item("<path d=\"M" + num(x + 1) + "," + num(y + 1) + " L" + num(x + 11) + "," + num(y + 11) + " M" + num(x + 1) + "," +
+                 num(y + 11) + " L" + num(x + 11) + "," + num(y + 1) + "\" stroke=\"" + failed_colour + "\" stroke-width=\"2\"/>",
+             "rejected call/answer");
         item(rect(x, y, 12, 12, idle_colour, "fill-opacity=\"0.35\""), "idle (nothing busy)");
         svg += "</g>\n";
     }
@@ -177,6 +185,14 @@ std::string render_timeline_svg(const run_log& log) {
         svg += rect(x_of(t->prefill_end_ms), y, x_of(t->decode_end_ms) - x_of(t->prefill_end_ms), bar_height,
                     decode_colour, "class=\"decode\"");
         svg += "</g>\n";
+    }
+    for (const auto& [t_ms, what] : rejections) {
+        // A cross: the model wrote it, the runtime sent it back.
+        const double x = x_of(t_ms);
+        const double y = lane_y(0) + lane_height / 2;
+        svg += "<path class=\"rejected\" d=\"M" + num(x - 5) + "," + num(y - 5) + " L" + num(x + 5) + "," + num(y + 5) + " M" +
+               num(x - 5) + "," + num(y + 5) + " L" + num(x + 5) + "," + num(y - 5) + "\" stroke=\"" + failed_colour +
+               "\" stroke-width=\"2\">" + title_of(what) + "</path>\n";
     }
     svg += "</g>\n";
 

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <filesystem>
 
+#include "base/assert.h"
 #include "tools/builtin.h"
 #include "tools/http_get.h"
 #include "tools/read_file.h"
@@ -88,8 +89,12 @@ result<std::shared_ptr<tools::tool>> make_general_tool(const std::string& name, 
                 auto n = integer_setting(name, k, v);
                 if (!n) return n.err();
                 s.default_timeout_ms = *n;
+            } else if (k == "sandbox") {
+                auto mode = tools::parse_shell_sandbox(v);
+                if (!mode) return make_error(errc::invalid_argument, "tool " + name + ": setting 'sandbox': " + mode.err().message);
+                s.sandbox = *mode;
             } else {
-                return unknown_setting(name, k, "allowed_programs, cwd, cwd_roots, timeout_ms");
+                return unknown_setting(name, k, "allowed_programs, cwd, cwd_roots, timeout_ms, sandbox");
             }
         }
         return tools::make_shell_tool(s);
@@ -125,11 +130,28 @@ const std::vector<std::string>& builtin_tool_names() {
     return names;
 }
 
+std::string_view builtin_tool_schema(std::string_view name) {
+    if (name == "read_file") return tools::read_file_parameters_schema();
+    if (name == "shell") return tools::shell_parameters_schema();
+    if (name == "http_get") return tools::http_get_parameters_schema();
+    // The log tools' schemas do not depend on their store, which loads on
+    // the first call: a registry over no root lends them.
+    static const tools::registry log_tools = [] {
+        tools::registry r;
+        const bool added = tools::add_log_tools(r, std::string()).ok();
+        TACHYON_ASSERT(added, "the log tools register under distinct names");
+        return r;
+    }();
+    for (const auto& n : log_tool_names)
+        if (n == name) return log_tools.find(n)->parameters_schema();
+    return {};
+}
+
 status check_builtin_settings(const std::string& name, const std::map<std::string, std::string>& settings) {
     // The keys each tool reads (make_general_tool and the log tools below).
     static const std::map<std::string, std::vector<std::string>> keys = {
         {"read_file", {"roots", "max_bytes"}},
-        {"shell", {"allowed_programs", "cwd", "cwd_roots", "timeout_ms"}},
+        {"shell", {"allowed_programs", "cwd", "cwd_roots", "timeout_ms", "sandbox"}},
         {"http_get", {"allowed_hosts", "timeout_ms"}},
     };
     const auto& names = builtin_tool_names();

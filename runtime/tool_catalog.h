@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -19,6 +20,10 @@ struct tool_request {
     std::string name;
     std::map<std::string, std::string> settings;  // e.g. {"root": "/incidents/42"} for the log tools
 };
+
+// The argument schema (JSON Schema text) a built-in tool declares, without
+// making the tool; empty for a name that is not built in.
+std::string_view builtin_tool_schema(std::string_view name);
 
 // Checks a built-in tool's name and the keys of its settings without making
 // it (values may still hold {placeholders}). Errors name the tool and the key.

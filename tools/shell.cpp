@@ -15,9 +15,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <simdjson.h>
+
+#include "tools/command_policy.h"
+#include "tools/sandbox.h"
 
 namespace tachyon::tools {
 
@@ -61,9 +65,13 @@ result<fs::path> real_dir(const fs::path& p) {
 }
 
 // What the child tells the parent through its close-on-exec pipe: one byte
-// for the network isolation it got, then, only if execve failed, its errno.
+// for the network isolation it got, then, only if it could not exec, a byte
+// for the step that failed and its errno.
 constexpr char net_isolated = 'I';
 constexpr char net_shared = 'S';
+constexpr char step_setup = 'u';    // stdin, stdout, cwd
+constexpr char step_sandbox = 's';  // sandbox::enter
+constexpr char step_exec = 'x';
 
 struct run_outcome {
     bool exited = false;
@@ -72,6 +80,7 @@ struct run_outcome {
     bool timed_out = false;
     bool cancelled = false;
     bool network_isolated = false;
+    int sandbox_abi = 0;  // Landlock ABI it ran under; 0: not sandboxed
     std::string output;
     size_t n_dropped = 0;  // output bytes past the cap
 };
@@ -79,9 +88,9 @@ struct run_outcome {
 class shell_tool final : public tool {
 public:
     shell_tool(shell_settings settings, std::map<std::string, fs::path, std::less<>> programs, fs::path cwd,
-               std::vector<fs::path> cwd_roots)
+               std::vector<fs::path> roots, std::vector<fs::path> exec_files)
         : settings_(std::move(settings)), programs_(std::move(programs)), cwd_(std::move(cwd)),
-          cwd_roots_(std::move(cwd_roots)) {
+          roots_(std::move(roots)), exec_files_(std::move(exec_files)) {
         for (const auto& [name, path] : programs_) allowed_text_ += (allowed_text_.empty() ? "" : ", ") + name;
     }
 
@@ -130,11 +139,9 @@ public:
             if (!real.ok()) return fail(errc::invalid_argument, "cwd '" + std::string(s) + "': " + real.err().message);
             cwd = *real;
         }
-        if (!cwd_roots_.empty()) {
-            bool inside = false;
-            for (const auto& root : cwd_roots_) inside = inside || is_inside(cwd, root);
-            if (!inside) return fail(errc::invalid_argument, "cwd '" + cwd.string() + "' is outside the allowed directories");
-        }
+        bool inside = false;
+        for (const auto& root : roots_) inside = inside || is_inside(cwd, root);
+        if (!inside) return fail(errc::invalid_argument, "cwd '" + cwd.string() + "' is outside the allowed directories");
         int64_t timeout_ms = settings_.default_timeout_ms;
         if (auto v = args["timeout_ms"]; v.error() != simdjson::NO_SUCH_FIELD) {
             if (v.get_int64().get(timeout_ms) != simdjson::SUCCESS || timeout_ms < 1)
@@ -142,7 +149,47 @@ public:
             timeout_ms = std::min(timeout_ms, settings_.max_timeout_ms);
         }
 
-        auto ran = run(*exe, argv, cwd, timeout_ms, ctx);
+        // Defence in depth before the sandbox: options that run programs or
+        // write files, paths outside the roots. Checked under the name called
+        // and the name of the file it is (awk -> mawk) alike.
+        const std::vector<std::string> call_args(argv.begin() + 1, argv.end());
+        std::error_code ec;
+        const fs::path real_exe = fs::canonical(*exe, ec);
+        for (const std::string& name : {exe->filename().string(), ec ? std::string() : real_exe.filename().string()}) {
+            if (name.empty()) continue;
+            if (auto checked = check_exec_options(name, call_args); !checked.ok())
+                return fail(checked.err().code, checked.err().message);
+        }
+        if (auto checked = check_path_arguments(call_args, cwd, roots_); !checked.ok())
+            return fail(checked.err().code, checked.err().message);
+
+        std::optional<sandbox> box;
+        auto scratch = make_scratch_dir();
+        if (!scratch.ok()) return fail(scratch.err().code, scratch.err().message);
+        if (settings_.sandbox == shell_sandbox::landlock) {
+            const int abi = settings_.assume_no_landlock ? 0 : landlock_abi();
+            if (abi < 1) {
+                remove_scratch(*scratch);
+                return fail(errc::unsupported,
+                            "this kernel has no Landlock (Linux 5.13 or later, enabled at boot), so '" +
+                                std::string(program) +
+                                "' cannot run sandboxed; set \"sandbox\": \"none\" in the tool's settings to run "
+                                "commands with the allowlist and argument checks only");
+            }
+            sandbox_policy policy;
+            policy.read_dirs = roots_;
+            for (auto& p : system_read_paths()) policy.read_dirs.push_back(std::move(p));
+            policy.exec_files = exec_files_;
+            policy.scratch = *scratch;
+            auto prepared = sandbox::prepare(policy, abi);
+            if (!prepared.ok()) {
+                remove_scratch(*scratch);
+                return fail(prepared.err().code, prepared.err().message);
+            }
+            box.emplace(std::move(prepared).value());
+        }
+        auto ran = run(*exe, argv, cwd, *scratch, box ? &*box : nullptr, timeout_ms, ctx);
+        remove_scratch(*scratch);
         if (!ran.ok()) return ran.err();
         // A killed program is an error (the model must not read its partial
         // output as an answer); the message still carries that output.
@@ -159,8 +206,16 @@ private:
         return nullptr;
     }
 
+    // Everything in it goes, whatever the command left there (its process
+    // group is dead by now).
+    static void remove_scratch(const fs::path& scratch) {
+        std::error_code ec;
+        fs::remove_all(scratch, ec);
+    }
+
     result<run_outcome> run(const fs::path& exe, const std::vector<std::string>& args, const fs::path& cwd,
-                            int64_t timeout_ms, const call_context& ctx) const {
+                            const fs::path& scratch, const sandbox* box, int64_t timeout_ms,
+                            const call_context& ctx) const {
         // Everything the child needs is built before fork(): between fork and
         // exec only async-signal-safe calls are allowed (other threads may hold
         // the allocator's locks).
@@ -168,12 +223,16 @@ private:
         for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);
         const std::string env_path = "PATH=" + settings_.search_path;
-        const std::string env_home = "HOME=" + cwd.string();
+        // HOME and TMPDIR: the only places a sandboxed command can write.
+        const std::string env_home = "HOME=" + (box != nullptr ? scratch.string() : cwd.string());
+        const std::string env_tmp = "TMPDIR=" + scratch.string();
         std::vector<char*> envp{const_cast<char*>(env_path.c_str()), const_cast<char*>(env_home.c_str()),
-                                const_cast<char*>("LANG=C.UTF-8"), const_cast<char*>("LC_ALL=C.UTF-8"), nullptr};
+                                const_cast<char*>(env_tmp.c_str()),  const_cast<char*>("LANG=C.UTF-8"),
+                                const_cast<char*>("LC_ALL=C.UTF-8"), nullptr};
         const std::string exe_path = exe.string();
         const std::string cwd_path = cwd.string();
-        const bool isolate = settings_.isolate_network;
+        // The sandbox keeps sockets away already; the namespace is for sandbox none.
+        const bool isolate = settings_.isolate_network && box == nullptr;
 
         int out_pipe[2];
         int status_pipe[2];
@@ -188,7 +247,8 @@ private:
             for (int fd : {out_pipe[0], out_pipe[1], status_pipe[0], status_pipe[1]}) ::close(fd);
             return fail(errc::io_error, std::string("fork: ") + std::strerror(errno));
         }
-        if (pid == 0) child(exe_path.c_str(), argv.data(), envp.data(), cwd_path.c_str(), out_pipe[1], status_pipe[1], isolate);
+        if (pid == 0)
+            child(exe_path.c_str(), argv.data(), envp.data(), cwd_path.c_str(), out_pipe[1], status_pipe[1], isolate, box);
 
         // Also here: the group must exist before any kill(-pid), whichever of
         // parent and child runs first.
@@ -196,6 +256,7 @@ private:
         ::close(out_pipe[1]);
         ::close(status_pipe[1]);
         run_outcome o;
+        o.sandbox_abi = box != nullptr ? box->abi() : 0;
         const auto deadline = clock_type::now() + std::chrono::milliseconds(timeout_ms);
         bool out_open = true;
         bool reaped = false;
@@ -245,8 +306,8 @@ private:
             ::waitpid(pid, &wait_status, 0);
         }
 
-        // The child's report: isolation byte, then errno if exec failed.
-        char report[1 + sizeof(int)];
+        // The child's report: isolation byte, then step and errno if it could not exec.
+        char report[2 + sizeof(int)];
         size_t n_report = 0;
         for (;;) {
             const ssize_t n = ::read(status_pipe[0], report + n_report, sizeof report - n_report);
@@ -256,11 +317,15 @@ private:
             if (n_report == sizeof report) break;
         }
         ::close(status_pipe[0]);
-        o.network_isolated = n_report >= 1 && report[0] == net_isolated;
+        o.network_isolated = box != nullptr || (n_report >= 1 && report[0] == net_isolated);
         if (n_report == sizeof report) {
             int err = 0;
-            std::memcpy(&err, report + 1, sizeof err);
-            return fail(errc::io_error, "cannot run '" + exe_path + "' in '" + cwd_path + "': " + std::strerror(err));
+            std::memcpy(&err, report + 2, sizeof err);
+            const char* step = report[1] == step_sandbox ? "entering the sandbox: "
+                               : report[1] == step_setup ? "setting up stdin, stdout or the cwd: "
+                                                         : "";
+            return fail(errc::io_error,
+                        "cannot run '" + exe_path + "' in '" + cwd_path + "': " + step + std::strerror(err));
         }
         if (WIFEXITED(wait_status)) {
             o.exited = true;
@@ -273,7 +338,7 @@ private:
 
     // In the forked child: async-signal-safe calls only, then exec.
     [[noreturn]] static void child(const char* exe, char* const* argv, char* const* envp, const char* cwd, int out_fd,
-                                   int status_fd, bool isolate) {
+                                   int status_fd, bool isolate, const sandbox* box) {
         ::setpgid(0, 0);
         char net = net_shared;
         if (isolate) {
@@ -282,17 +347,31 @@ private:
         const int devnull = ::open("/dev/null", O_RDONLY);
         bool ok = devnull >= 0 && ::dup2(devnull, 0) == 0 && ::dup2(out_fd, 1) == 1 && ::dup2(out_fd, 2) == 2 &&
                   ::chdir(cwd) == 0;
+        int err = ok ? 0 : errno;
         // Every other descriptor the process had stays behind: close-on-exec
         // for all from 3 up (the status pipe closes at exec, telling the parent
         // exec worked).
         if (::syscall(SYS_close_range, 3u, ~0u, 4u /* CLOSE_RANGE_CLOEXEC */) != 0) {
-            for (int fd = 3; fd < 4096; ++fd)  // kernels before 5.11
-                if (fd != status_fd) ::close(fd);
+            for (int fd = 3; fd < 4096; ++fd)  // kernels before 5.11 (kept open: the sandbox's fd is among them)
+                ::fcntl(fd, F_SETFD, FD_CLOEXEC);
         }
         ssize_t unused = ::write(status_fd, &net, 1);
-        if (ok) ::execve(exe, argv, envp);
-        const int err = errno;
-        unused = ::write(status_fd, &err, sizeof err);
+        char report[1 + sizeof(int)] = {step_setup};
+        // Last before exec: the sandbox covers everything the program does.
+        if (ok && box != nullptr) {
+            err = box->enter();
+            if (err != 0) {
+                ok = false;
+                report[0] = step_sandbox;
+            }
+        }
+        if (ok) {
+            ::execve(exe, argv, envp);
+            err = errno;
+            report[0] = step_exec;
+        }
+        std::memcpy(report + 1, &err, sizeof err);
+        unused = ::write(status_fd, report, sizeof report);
         (void)unused;
         ::_exit(127);
     }
@@ -308,7 +387,11 @@ private:
         } else {
             out = "killed by signal " + std::to_string(o.signal);
         }
-        out += o.network_isolated ? " (network: isolated)\n" : " (network: not isolated)\n";
+        if (o.sandbox_abi > 0) {
+            out += " (sandbox: landlock ABI " + std::to_string(o.sandbox_abi) + ", network: isolated)\n";
+        } else {
+            out += o.network_isolated ? " (sandbox: none, network: isolated)\n" : " (sandbox: none, network: not isolated)\n";
+        }
         out += o.output;
         if (!o.output.empty() && o.output.back() != '\n') out += '\n';
         if (o.n_dropped > 0)
@@ -320,11 +403,21 @@ private:
     shell_settings settings_;
     std::map<std::string, fs::path, std::less<>> programs_;  // name -> absolute path, resolved once
     fs::path cwd_;
-    std::vector<fs::path> cwd_roots_;
+    std::vector<fs::path> roots_;       // canonical: cwd_roots, or the default cwd
+    std::vector<fs::path> exec_files_;  // the programs, their ld.so and #! interpreters
     std::string allowed_text_;
 };
 
 }  // namespace
+
+std::string_view shell_parameters_schema() { return schema; }
+
+result<shell_sandbox> parse_shell_sandbox(std::string_view text) {
+    if (text == "landlock") return shell_sandbox::landlock;
+    if (text == "none") return shell_sandbox::none;
+    return make_error(errc::invalid_argument,
+                      "shell: sandbox '" + std::string(text) + "' is not known (expected \"landlock\" or \"none\")");
+}
 
 result<std::shared_ptr<tool>> make_shell_tool(const shell_settings& settings) {
     if (settings.allowed_programs.empty()) return make_error(errc::invalid_argument, "shell: no allowed programs given");
@@ -355,7 +448,14 @@ result<std::shared_ptr<tool>> make_shell_tool(const shell_settings& settings) {
         if (!real.ok()) return make_error(errc::not_found, "shell: cwd root '" + root.string() + "': " + real.err().message);
         roots.push_back(*real);
     }
-    return std::shared_ptr<tool>(std::make_shared<shell_tool>(settings, std::move(programs), *cwd, std::move(roots)));
+    if (roots.empty()) roots.push_back(*cwd);
+    std::vector<fs::path> exec_files;
+    for (const auto& [name, path] : programs) {
+        exec_files.push_back(path);
+        for (auto& dep : exec_dependencies(path)) exec_files.push_back(std::move(dep));
+    }
+    return std::shared_ptr<tool>(
+        std::make_shared<shell_tool>(settings, std::move(programs), *cwd, std::move(roots), std::move(exec_files)));
 }
 
 }  // namespace tachyon::tools

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <unordered_map>
 
@@ -147,7 +148,8 @@ status llama_model::bind(std::unique_ptr<gguf_file> file) {
     auto need_uint = [&](const std::string& key, int& out) -> status {
         auto v = file_->get_uint(key);
         if (!v) return v.err();
-        if (*v == 0 || *v > (1u << 24)) return make_error(errc::out_of_range, file_->path() + ": '" + key + "' = " + std::to_string(*v) + " is out of range");
+        if (*v == 0 || *v > (1u << 24))
+            return make_error(errc::out_of_range, file_->path() + ": " + key + ": " + std::to_string(*v) + " (expected an integer in [1, 16777216])");
         out = static_cast<int>(*v);
         return {};
     };
@@ -171,8 +173,30 @@ status llama_model::bind(std::unique_ptr<gguf_file> file) {
         return make_error(errc::unsupported, file_->path() + ": rope.dimension_count " + std::to_string(hp.n_rot) +
                                                  " with head_dim " + std::to_string(hp.head_dim) + " (expected an even head_dim, fully rotated)");
     }
-    if (auto eps = file_->get_float(a + "attention.layer_norm_rms_epsilon")) hp.rms_eps = static_cast<float>(*eps);
-    if (auto base = file_->get_float(a + "rope.freq_base")) hp.rope_base = static_cast<float>(*base);
+    // A NaN, zero or infinite epsilon or rope base loads fine and generates
+    // garbage: each float read here must be finite and > 0 (also as a float,
+    // since the forward pass computes in f32), and a value of the wrong type
+    // is an error rather than a silent default.
+    auto positive_float = [&](const std::string& key, float& out) -> status {
+        if (!file_->find(key)) return {};
+        auto v = file_->get_float(key);
+        if (!v) return v.err();
+        const float f = static_cast<float>(*v);
+        if (!std::isfinite(*v) || !std::isfinite(f) || !(f > 0.0f)) {
+            std::ostringstream os;
+            os << file_->path() << ": " << key << ": " << *v << " (expected a finite number > 0)";
+            return make_error(errc::out_of_range, os.str());
+        }
+        out = f;
+        return {};
+    };
+    TACHYON_TRY(positive_float(a + "attention.layer_norm_rms_epsilon", hp.rms_eps));
+    TACHYON_TRY(positive_float(a + "rope.freq_base", hp.rope_base));
+    // Not read by the llama forward pass, but a file that carries them broken is broken.
+    for (const char* key : {"attention.layer_norm_epsilon", "rope.scaling.factor", "rope.freq_scale"}) {
+        float unused = 0.0f;
+        TACHYON_TRY(positive_float(a + key, unused));
+    }
     hp.rope = hp.arch == "qwen2" ? rope_mode::neox : rope_mode::normal;
 
     const gguf_tensor_info* embd = file_->find_tensor("token_embd.weight");

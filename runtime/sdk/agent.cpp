@@ -49,6 +49,8 @@ internal_status check_custom_tools(const std::string& where, const std::vector<s
             return make_error(::tachyon::errc::invalid_argument,
                               where + ": C++ tool '" + name + "': parameters_schema: " + schema.err().message);
         }
+        if (auto c = schema->unsatisfiable())
+            return make_error(::tachyon::errc::invalid_argument, where + ": C++ tool '" + name + "': parameters_schema." + c->path + ": " + c->what);
     }
     return {};
 }
@@ -162,6 +164,7 @@ internal_result<agent_definition> definition_from_spec(const agent_spec& spec, c
     if (!spec.output_schema.empty()) {
         auto schema = json_schema::parse(spec.output_schema, "final answer", "field");
         if (!schema) return fail("output_schema", schema.err().message);
+        if (auto c = schema->unsatisfiable()) return fail("output_schema." + c->path, c->what);
         auto minified = json::minify(spec.output_schema, "output_schema");
         if (!minified) return fail("output_schema", minified.err().message);
         a.output_schema = *minified;

@@ -15,7 +15,8 @@ source "$here/serve.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/tachyon-curl-XXXXXX")
 "$world" generate --seed 1000003 --out "$work/incident" >/dev/null
 rm -f "$work/incident/answer.json"
-start_server "$bin" --model "$model" --agents "$agents" --journal-dir "$work/runs"
+# The incident is the only place the run's path input may point.
+start_server "$bin" --model "$model" --agents "$agents" --journal-dir "$work/runs" --data-root "$work/incident"
 
 body=$(printf '{"agent": "incident-analyst", "task": "%s", "inputs": {"incident_dir": "%s"}}' \
     "$(tr -d '"\\\n' <"$work/incident/task.txt")" "$work/incident")
@@ -59,9 +60,12 @@ last2=$(curl -sSN --max-time 60 "$BASE/v1/runs/$id2/events" | grep '^data: ' | t
 [[ $last2 == *'"type":"run_end"'* ]] || fail "cancelled run did not end: $last2"
 echo "cancelled run: $(curl -sS "$BASE/v1/runs/$id2" | grep -o '"state":"[a-z_]*"')"
 
-# Errors: unknown run and agent.
+# Errors: unknown run and agent, an input outside the data roots.
 [ "$(curl -sS -o /dev/null -w '%{http_code}' "$BASE/v1/runs/nope/events")" = 404 ] || fail "unknown run is not 404"
 [ "$(curl -sS -o /dev/null -w '%{http_code}' -X POST "$BASE/v1/runs" -d '{"agent": "nobody", "task": "x"}')" = 404 ] || fail "unknown agent is not 404"
+outside=$(curl -sS -X POST "$BASE/v1/runs" -d '{"agent": "incident-analyst", "task": "x", "inputs": {"incident_dir": "/etc"}}' -w '\n%{http_code}')
+[ "$(tail -n1 <<<"$outside")" = 400 ] || fail "an input outside the data roots is not 400: $outside"
+grep -q 'inputs.incident_dir' <<<"$outside" || fail "the 400 does not name the input: $outside"
 stop_server
 rm -rf "$work"
 echo "ok"

@@ -279,3 +279,83 @@ TEST_CASE("attention on AMX-BF16 tiles follows the KV cache through truncation a
     CHECK(worst < 1e-5f * scale);
     std::filesystem::remove(path);
 }
+
+namespace {
+
+// A small synthetic llama with one metadata value replaced (or added) by `edit`.
+template <class Edit>
+std::string synthetic_with(const std::string& name, Edit edit) {
+    const auto dir = std::filesystem::temp_directory_path();
+    const std::string base = (dir / "tachyon-test-hparams-base.gguf").string();
+    synthetic_llama_shape shape;
+    shape.n_vocab = 64;
+    shape.n_embd = 64;
+    shape.n_layer = 1;
+    shape.n_head = 2;
+    shape.n_head_kv = 1;
+    shape.n_ff = 64;
+    shape.n_ctx = 128;
+    REQUIRE(write_synthetic_llama(base, shape, tensor_type::f32, 3).ok());
+    auto in = gguf_file::open(base);
+    REQUIRE(in.ok());
+    gguf_writer w;
+    for (const auto& [key, value] : (*in)->metadata())
+        if (key != "general.alignment") w.set_value(key, value);
+    for (const gguf_tensor_info& t : (*in)->tensors()) w.add_tensor(t.name, t.shape, t.type, std::vector<std::byte>(t.data, t.data + t.n_bytes));
+    edit(w);
+    const std::string path = (dir / name).string();
+    REQUIRE(w.write(path).ok());
+    std::filesystem::remove(base);
+    return path;
+}
+
+template <class Edit>
+std::string load_error(const std::string& name, Edit edit) {
+    const std::string path = synthetic_with(name, edit);
+    auto m = load_model(path);
+    std::filesystem::remove(path);
+    REQUIRE_FALSE(m.ok());
+    return m.err().message;
+}
+
+}  // namespace
+
+TEST_CASE("hyper-parameters that would generate garbage are refused at load, naming the file and the key") {
+    const float nan = std::nanf(""), inf = INFINITY;
+    // The unedited file loads: each failure below is the edited value's.
+    const std::string good = synthetic_with("hparams-good.gguf", [](gguf_writer&) {});
+    auto m = load_model(good);
+    std::filesystem::remove(good);
+    REQUIRE_MESSAGE(m.ok(), (m.ok() ? "" : m.err().message));
+    CHECK((*m)->hparams().rope_base == 10000.0f);
+
+    auto float_error = [&](const std::string& key, float v) {
+        return load_error("bad.gguf", [&](gguf_writer& w) { w.set_float32(key, v); });
+    };
+    const std::string f = (std::filesystem::temp_directory_path() / "bad.gguf").string() + ": ";
+    CHECK(float_error("llama.rope.freq_base", nan) == f + "llama.rope.freq_base: nan (expected a finite number > 0)");
+    CHECK(float_error("llama.rope.freq_base", 0.0f) == f + "llama.rope.freq_base: 0 (expected a finite number > 0)");
+    CHECK(float_error("llama.rope.freq_base", inf) == f + "llama.rope.freq_base: inf (expected a finite number > 0)");
+    CHECK(float_error("llama.rope.freq_base", -10000.0f) == f + "llama.rope.freq_base: -10000 (expected a finite number > 0)");
+    CHECK(float_error("llama.attention.layer_norm_rms_epsilon", nan) ==
+          f + "llama.attention.layer_norm_rms_epsilon: nan (expected a finite number > 0)");
+    CHECK(float_error("llama.attention.layer_norm_rms_epsilon", 0.0f) ==
+          f + "llama.attention.layer_norm_rms_epsilon: 0 (expected a finite number > 0)");
+    CHECK(float_error("llama.attention.layer_norm_rms_epsilon", -inf) ==
+          f + "llama.attention.layer_norm_rms_epsilon: -inf (expected a finite number > 0)");
+    CHECK(float_error("llama.attention.layer_norm_epsilon", nan) == f + "llama.attention.layer_norm_epsilon: nan (expected a finite number > 0)");
+    CHECK(float_error("llama.rope.scaling.factor", 0.0f) == f + "llama.rope.scaling.factor: 0 (expected a finite number > 0)");
+    CHECK(float_error("llama.rope.freq_scale", inf) == f + "llama.rope.freq_scale: inf (expected a finite number > 0)");
+    // A value of the wrong type is named, not skipped for the default.
+    const std::string wrong_type = load_error("bad.gguf", [](gguf_writer& w) { w.set_string("llama.rope.freq_base", "10000"); });
+    CHECK(wrong_type.find(f) == 0);
+    CHECK(wrong_type.find("llama.rope.freq_base") != std::string::npos);
+
+    auto count_error = [&](const std::string& key, uint32_t v) {
+        return load_error("bad.gguf", [&](gguf_writer& w) { w.set_uint32(key, v); });
+    };
+    CHECK(count_error("llama.attention.head_count", 0) == f + "llama.attention.head_count: 0 (expected an integer in [1, 16777216])");
+    CHECK(count_error("llama.attention.head_count_kv", 0) == f + "llama.attention.head_count_kv: 0 (expected an integer in [1, 16777216])");
+    CHECK(count_error("llama.embedding_length", 0) == f + "llama.embedding_length: 0 (expected an integer in [1, 16777216])");
+    CHECK(count_error("llama.context_length", 0) == f + "llama.context_length: 0 (expected an integer in [1, 16777216])");
+}

@@ -63,6 +63,7 @@ struct runs_dir {
         c.ok = true;
         c.early = true;
         REQUIRE(w->tool_call(c).ok());
+        REQUIRE(w->append(journal::call_rejected_event{1, "c2", "get_trace", R"({"trace_id":"zz"})", "trace_id: not a value seen in this run"}).ok());
         journal::final_event f;
         f.time_to_answer_ms = 42.5;
         REQUIRE(w->final_answer(f).ok());
@@ -95,7 +96,7 @@ TEST_CASE("runs list: one line per run with agent, state and time to answer") {
     CHECK(line_a.find("succeeded") != std::string::npos);
     CHECK(line_a.find("42.5") != std::string::npos);
     const std::string line_b = o.out.substr(b, o.out.find('\n', b) - b);
-    CHECK(line_b.find("incomplete") != std::string::npos);
+    CHECK(line_b.find("interrupted") != std::string::npos);
 }
 
 TEST_CASE("runs show: timeline on stdout, SVG with --svg, prefix ids") {
@@ -105,6 +106,7 @@ TEST_CASE("runs show: timeline on stdout, SVG with --svg, prefix ids") {
     CHECK(o.code == 0);
     CHECK(o.out.find("turn 1") != std::string::npos);
     CHECK(o.out.find("search_logs") != std::string::npos);
+    CHECK(o.out.find("REJECTED") != std::string::npos);  // a call the model wrote that never ran
     REQUIRE(fs::exists(svg));
     std::ifstream in(svg);
     std::stringstream ss;

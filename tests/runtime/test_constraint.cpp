@@ -580,3 +580,19 @@ TEST_CASE("x-grounded-with must name another grounded string property of the sam
     REQUIRE_FALSE(s.ok());
     CHECK(s.err().message.find("x-grounded-with") != std::string::npos);
 }
+
+TEST_CASE("an empty enum that skipped the schema check stops the walk without reading out of bounds") {
+    // Once a segfault in jump-forward: the value's choice list has no candidate.
+    auto answer = schema(R"({"type": "object", "properties": {"a": {"enum": []}}, "required": ["a"]})", "final answer");
+    auto grammar = json_grammar::build({}, answer, grounded_values{});
+    REQUIRE(grammar.ok());
+    turn_constraint c(std::make_shared<const token_index>(*small_vocab().tok), *grammar);
+    c.accept_text("{");
+    CHECK(c.forced_continuation() == "\"a\": ");
+    c.accept_text("\"a\": ");
+    CHECK(c.forced_continuation().empty());
+    std::vector<uint8_t> mask(small_vocab().tok->n_tokens());
+    c.fill_mask(mask);
+    CHECK(std::count(mask.begin(), mask.end(), uint8_t{1}) == 0);  // no value exists; the schema check refuses this schema
+    CHECK(answer->unsatisfiable().has_value());
+}

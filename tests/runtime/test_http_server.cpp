@@ -330,6 +330,7 @@ TEST_CASE("http_server: agent runs: start, state, live events with Last-Event-ID
     ro.journal_dir = journals.path.string();
     ro.max_active = 1;
     ro.model_paths = {model};
+    ro.data_roots = {incident.path.string()};
     http::run_registry runs(service, ro, &stats);
     auto host = service.host(model);
     REQUIRE(host.ok());
@@ -364,6 +365,13 @@ TEST_CASE("http_server: agent runs: start, state, live events with Last-Event-ID
     CHECK(lines.front().find(R"("type":"run_start")") != std::string::npos);
     CHECK(lines.back().find(R"("type":"run_end")") != std::string::npos);
     CHECK(events.body.rfind("id: 0\n", 0) == 0);
+    {
+        // The live events are the journal's lines, so ids stay valid after a restart.
+        std::vector<std::string> file_lines;
+        std::ifstream in(journals.path / (id + ".jsonl"));
+        for (std::string line; std::getline(in, line);) file_lines.push_back(line);
+        CHECK(lines == file_lines);
+    }
 
     auto resumed = send(port, bhttp::verb::get, "/v1/runs/" + id + "/events", {}, {{"Last-Event-ID", "1"}});
     REQUIRE(resumed.status == 200);
@@ -387,4 +395,99 @@ TEST_CASE("http_server: agent runs: start, state, live events with Last-Event-ID
     CHECK(error_field(missing_input.body, "param") == "inputs.incident_dir");
     CHECK(send(port, bhttp::verb::get, "/v1/runs/" + id + "/events", {}, {{"Last-Event-ID", "x"}}).status == 400);
     server.shutdown();
+}
+
+TEST_CASE("http_server: after a restart, finished runs are served from their journals (state, result, events with Last-Event-ID)") {
+    incident_fixture::temp_root root("http_runs_restart");
+    const std::filesystem::path journals = root.path / "runs";
+    // What an earlier server instance left: one finished run, one whose process died mid-call.
+    std::string finished_id, cut_id;
+    {
+        auto w = journal::writer::create(journals, "20261130T010000Z-aaaaaa");
+        REQUIRE(w.ok());
+        finished_id = w->run_id();
+        journal::run_start_event s;
+        s.run_id = finished_id;
+        s.agent = "incident-analyst";
+        s.task = "find the root cause";
+        s.started_at = "2026-11-30T01:00:00.000Z";
+        REQUIRE(w->run_start(s).ok());
+        REQUIRE(w->append(journal::turn_start_event{1}).ok());
+        REQUIRE(w->model_turn({1, 100, 0, 20, 0, 5, 30, "<tool_call>...</tool_call>"}).ok());
+        journal::tool_call_event c;
+        c.step = 1;
+        c.call_id = "call_1_0";
+        c.name = "error_summary";
+        c.ok = true;
+        c.result = "payments-db: 3 ERROR lines";
+        REQUIRE(w->tool_call(c).ok());
+        journal::final_event f;
+        f.answer_json = R"({"root_cause_service":"payments-db"})";
+        f.verified = true;
+        f.steps = 2;
+        REQUIRE(w->final_answer(f).ok());
+        REQUIRE(w->run_end({journal::run_state::succeeded, ""}).ok());
+
+        auto w2 = journal::writer::create(journals, "20261130T020000Z-bbbbbb");
+        REQUIRE(w2.ok());
+        cut_id = w2->run_id();
+        s.run_id = cut_id;
+        REQUIRE(w2->run_start(s).ok());
+        REQUIRE(w2->append(journal::turn_start_event{1}).ok());
+    }
+    // A journal outside the directory that a crafted id must not reach.
+    { std::ofstream(root.path / "secret.jsonl") << "{}\n"; }
+
+    service_options so;
+    agent_service service(so);
+    http::run_registry_options ro;
+    ro.agents_dir = std::string(TACHYON_SOURCE_DIR) + "/agents";
+    ro.journal_dir = journals.string();
+    http::run_registry runs(service, ro, nullptr);
+    fixture f({}, 1, &runs);
+
+    auto state = send(f.port, bhttp::verb::get, "/v1/runs/" + finished_id);
+    REQUIRE(state.status == 200);
+    simdjson::dom::parser p;
+    simdjson::dom::element doc = p.parse(simdjson::padded_string(state.body));
+    CHECK(std::string_view(doc["id"]) == finished_id);
+    CHECK(std::string_view(doc["agent"]) == "incident-analyst");
+    CHECK(std::string_view(doc["state"]) == "succeeded");
+    CHECK(int64_t(doc["created"]) == 1796000400);  // 2026-11-30T01:00:00Z
+    CHECK(std::string_view(doc["result"]["answer"]["root_cause_service"]) == "payments-db");
+    CHECK(bool(doc["result"]["verified"]));
+    CHECK(int64_t(doc["result"]["steps"]) == 2);
+    CHECK(std::string_view(doc["result"]["journal"]).find(finished_id + ".jsonl") != std::string_view::npos);
+
+    // The events are the journal's lines, with their seqs as ids.
+    auto events = send(f.port, bhttp::verb::get, "/v1/runs/" + finished_id + "/events");
+    REQUIRE(events.status == 200);
+    std::vector<std::string> file_lines;
+    {
+        std::ifstream in(journals / (finished_id + ".jsonl"));
+        for (std::string line; std::getline(in, line);) file_lines.push_back(line);
+    }
+    CHECK(sse_data_lines(events.body) == file_lines);
+    CHECK(events.body.rfind("id: 0\n", 0) == 0);
+    auto resumed = send(f.port, bhttp::verb::get, "/v1/runs/" + finished_id + "/events", {}, {{"Last-Event-ID", "2"}});
+    REQUIRE(resumed.status == 200);
+    CHECK(resumed.body.rfind("id: 3\n", 0) == 0);
+    CHECK(sse_data_lines(resumed.body) == std::vector<std::string>(file_lines.begin() + 3, file_lines.end()));
+
+    // A run whose process died reads as interrupted, its events as far as they go.
+    auto cut = send(f.port, bhttp::verb::get, "/v1/runs/" + cut_id);
+    REQUIRE(cut.status == 200);
+    CHECK(cut.body.find(R"("state":"interrupted")") != std::string::npos);
+    auto cut_events = send(f.port, bhttp::verb::get, "/v1/runs/" + cut_id + "/events");
+    REQUIRE(cut_events.status == 200);
+    CHECK(sse_data_lines(cut_events.body).size() == 2);
+
+    // Ids that are not run ids never name a file.
+    CHECK(send(f.port, bhttp::verb::get, "/v1/runs/nope").status == 404);
+    CHECK(send(f.port, bhttp::verb::get, "/v1/runs/..").status == 404);
+    CHECK(runs.find("../secret") == nullptr);
+    CHECK(runs.find("..%2Fsecret") == nullptr);
+    CHECK(runs.find(finished_id + ".jsonl") == nullptr);
+    CHECK(runs.find("") == nullptr);
+    CHECK(runs.find(finished_id) != nullptr);
 }

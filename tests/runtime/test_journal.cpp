@@ -370,3 +370,80 @@ TEST_CASE("journal: unknown run states and event types") {
     REQUIRE(log->warnings.size() >= 1);
     CHECK(log->warnings[0].find("heartbeat") != std::string::npos);
 }
+
+TEST_CASE("journal: the events of what the model wrote and read survive a round trip; append returns the event written") {
+    temp_dir dir("journal_model_io");
+    auto w = writer::create(dir.path, "run-io");
+    REQUIRE(w.ok());
+    REQUIRE(w->run_start(sample_start("run-io")).ok());
+    auto ts = w->append(turn_start_event{1});
+    REQUIRE(ts.ok());
+    CHECK(ts->seq == 1);
+    CHECK(std::holds_alternative<turn_start_event>(ts->body));
+    tool_start_event start;
+    start.step = 1;
+    start.call_id = "call_1_0";
+    start.name = "search_logs";
+    start.arguments_json = R"({"service": "checkout"})";
+    start.start_ms = 12.5;
+    start.early = true;
+    start.speculative = true;
+    REQUIRE(w->append(start).ok());
+    call_rejected_event bad{1, "call_1_1", "search_logs", R"({"limit": 500})", "argument 'limit': 500 is above the maximum 50"};
+    call_rejected_event unreadable{1, "call_1_2", "", "", "malformed JSON at offset 3"};
+    REQUIRE(w->append(bad).ok());
+    REQUIRE(w->append(unreadable).ok());
+    answer_rejected_event answer{2, 0, "{\"service\": \"payments\"}\n", "verify_root_cause: payments is healthy"};
+    REQUIRE(w->append(answer).ok());
+    feedback_event fb{2, "", "answer", "verify_root_cause: payments is healthy"};
+    auto written = w->append(fb);
+    REQUIRE(written.ok());
+    CHECK(written->seq == 6);
+    // What append gave back is what the file holds.
+    const std::string text = slurp(w->path());
+    CHECK(text.find(to_json_line(*written, 16 * 1024)) != std::string::npos);
+
+    auto log = read_journal(w->path());
+    REQUIRE_MESSAGE(log.ok(), why(log));
+    CHECK(log->warnings.empty());
+    REQUIRE(log->events.size() == 7);
+    CHECK(std::get<turn_start_event>(log->events[1].body).step == 1);
+    const auto& s = std::get<tool_start_event>(log->events[2].body);
+    CHECK(s.call_id == "call_1_0");
+    CHECK(s.arguments_json == R"({"service":"checkout"})");
+    CHECK(s.start_ms == 12.5);
+    CHECK(s.early);
+    CHECK(s.speculative);
+    const auto& r = std::get<call_rejected_event>(log->events[3].body);
+    CHECK(r.call_id == "call_1_1");
+    CHECK(r.arguments_json == R"({"limit":500})");
+    CHECK(r.error == bad.error);
+    const auto& u = std::get<call_rejected_event>(log->events[4].body);
+    CHECK(u.name.empty());
+    CHECK(u.arguments_json.empty());
+    const auto& a = std::get<answer_rejected_event>(log->events[5].body);
+    CHECK(a.step == 2);
+    CHECK(a.attempt == 0);
+    CHECK(a.answer == answer.answer);
+    CHECK(a.error == answer.error);
+    const auto& f = std::get<feedback_event>(log->events[6].body);
+    CHECK(f.source == "answer");
+    CHECK(f.call_id.empty());
+    CHECK(f.text == fb.text);
+}
+
+TEST_CASE("journal: a run without run_end reads as interrupted") {
+    temp_dir dir("journal_interrupted");
+    auto w = writer::create(dir.path, "run-cut");
+    REQUIRE(w.ok());
+    REQUIRE(w->run_start(sample_start("run-cut")).ok());
+    REQUIRE(w->append(turn_start_event{1}).ok());
+    auto log = read_journal(w->path());
+    REQUIRE(log.ok());
+    CHECK(log->end() == nullptr);
+    CHECK(log->state() == "interrupted");
+    REQUIRE(w->run_end(run_end_event{run_state::cancelled, "cancelled"}).ok());
+    log = read_journal(w->path());
+    REQUIRE(log.ok());
+    CHECK(log->state() == "cancelled");
+}

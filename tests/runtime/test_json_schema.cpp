@@ -126,3 +126,81 @@ TEST_CASE("pattern subset: classes, escapes, quantifiers, anchors") {
     CHECK_FALSE(schema_pattern::compile("^(a)$").ok());
     CHECK_FALSE(schema_pattern::compile("a{2,1}").ok());
 }
+
+namespace {
+
+// "path: what" of the schema's first unsatisfiable keyword, "" when it admits a value.
+std::string conflict_of(const char* schema_json) {
+    auto s = json_schema::parse(schema_json, "final answer", "field");
+    REQUIRE_MESSAGE(s.ok(), schema_json << ": " << (s.ok() ? "" : s.err().message));
+    const auto c = s->unsatisfiable();
+    return c ? c->path + ": " + c->what : std::string();
+}
+
+}  // namespace
+
+TEST_CASE("a schema no value satisfies is named by the keyword's path and what was expected") {
+    CHECK(conflict_of(R"({"type": "object", "properties": {"a": {"enum": []}}})") ==
+          "properties.a.enum: empty enum (expected at least one value)");
+    CHECK(conflict_of(R"({"type": "array", "items": {"type": "string", "minLength": 5, "maxLength": 3}})") ==
+          "items.minLength: minLength 5 is above maxLength 3 (expected minLength <= maxLength)");
+    CHECK(conflict_of(R"({"type": "integer", "minimum": 10, "maximum": 1})").starts_with("minimum: no number lies within the bounds"));
+    CHECK(conflict_of(R"({"type": "number", "minimum": 1, "exclusiveMaximum": 1})").starts_with("minimum: no number lies within"));
+    CHECK(conflict_of(R"({"type": "integer", "minimum": 1.2, "maximum": 1.8})") ==
+          "minimum: no integer lies within the bounds (minimum 1.2, maximum 1.8)");
+    CHECK(conflict_of(R"({"type": "array", "minItems": 3, "maxItems": 2})").starts_with("minItems: minItems 3 is above maxItems 2"));
+    CHECK(conflict_of(R"({"type": "object", "properties": {"a": {}}, "required": ["b"], "additionalProperties": false})") ==
+          "required: 'b' is not one of the properties, and additionalProperties is false");
+    CHECK(conflict_of(R"({"type": "string", "pattern": "^[^\\s\\S]$"})").starts_with("pattern: the pattern ^[^\\s\\S]$ matches no string"));
+    CHECK(conflict_of(R"({"type": "string", "pattern": "^[a-z]{4}", "maxLength": 3})").starts_with("pattern: the pattern ^[a-z]{4} needs at least 4"));
+    CHECK(conflict_of(R"({"type": "string", "pattern": "^a?b$", "minLength": 3})").starts_with("pattern: the pattern ^a?b$ matches at most 2"));
+    CHECK(conflict_of(R"({"type": "integer", "enum": ["a", 1.5]})").starts_with("enum: no enum value is valid for the rest of this schema"));
+    CHECK(conflict_of(R"({"const": "x", "enum": ["a", "b"]})").starts_with("const: the const value is not one of the enum values"));
+    CHECK(conflict_of(R"({"enum": ["a", "b"], "const": "x"})").starts_with("const: the const value is not one of the enum values"));
+    CHECK(conflict_of(R"({"type": []})").starts_with("type: lists no type"));
+    CHECK(conflict_of(R"({"type": "array", "uniqueItems": true, "minItems": 3, "items": {"enum": ["a", "b"]}})") ==
+          "minItems: minItems 3 with uniqueItems, but the items allow only 2 distinct values");
+    CHECK(conflict_of(R"({"type": "object", "properties": {"s": {"type": "string", "x-grounded": true}, "t": {"type": "string", "x-grounded": true},
+          "a": {"type": "string", "x-grounded": true, "x-grounded-with": "s"},
+          "b": {"type": "array", "items": {"type": "string", "x-grounded": true, "x-grounded-with": "t"}}}})")
+              .starts_with("properties.b.items.x-grounded-with: names 't', but another property is narrowed by 's'"));
+    // deeper than the root: the first bad subschema, its path through properties and items
+    CHECK(conflict_of(R"({"type": "object", "properties": {"l": {"type": "array", "items": {"type": "object",
+          "properties": {"n": {"type": "number", "minimum": 3, "maximum": 2}}}}}})")
+              .starts_with("properties.l.items.properties.n.minimum: "));
+    // bounds constrained decoding cannot reach: beyond 18 integer digits, between two 9-digit fractions
+    CHECK(conflict_of(R"({"type": "number", "minimum": 1e20})").starts_with("minimum: no number that constrained decoding writes"));
+    CHECK(conflict_of(R"({"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1e-12})")
+              .starts_with("exclusiveMinimum: no number that constrained decoding writes"));
+}
+
+TEST_CASE("schemas with a value are accepted, also where one kind of value is impossible") {
+    for (const char* ok : {
+             R"({"type": "object", "properties": {"a": {"enum": ["x"]}}})",
+             R"({"type": ["string", "null"], "minLength": 5, "maxLength": 3})",  // null fits
+             R"({"minimum": 5, "maximum": 1})",                                 // untyped: strings, objects, ... fit
+             R"({"type": "number", "exclusiveMinimum": -1, "exclusiveMaximum": 0})",
+             R"({"type": "number", "minimum": 0.5, "maximum": 0.5})",
+             R"({"type": "integer", "minimum": -3.5, "maximum": -2.5})",
+             R"({"type": "object", "properties": {"a": {}}, "required": ["b"]})",  // additional properties allowed
+             R"({"type": "integer", "enum": ["a", 2]})",
+             R"({"const": "a", "enum": ["a", "b"]})",
+             R"({"type": "array", "uniqueItems": true, "minItems": 2, "maxItems": 5, "items": {"enum": ["a", "b"]}})",
+             R"({"type": "string", "pattern": "^[a-z]{4}", "maxLength": 4})",
+             R"({"type": "string", "pattern": "^\\w+$", "minLength": 40})",
+             R"({"type": "string", "pattern": "é{3}", "maxLength": 3})",  // 6 bytes, 3 characters
+         }) {
+        CHECK_MESSAGE(conflict_of(ok) == "", ok);
+    }
+}
+
+TEST_CASE("enum and const together keep the values both allow") {
+    auto s = json_schema::parse(R"({"enum": ["a", "b"], "const": "b"})", "final answer", "field");
+    REQUIRE(s.ok());
+    CHECK(s->validate(R"("b")").ok());
+    CHECK_FALSE(s->validate(R"("a")").ok());
+    s = json_schema::parse(R"({"const": "b", "enum": ["a", "b"]})", "final answer", "field");
+    REQUIRE(s.ok());
+    CHECK(s->validate(R"("b")").ok());
+    CHECK_FALSE(s->validate(R"("a")").ok());  // the enum given after the const does not widen it
+}

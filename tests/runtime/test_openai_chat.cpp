@@ -110,6 +110,26 @@ TEST_CASE("openai_chat: parse errors map to 400 with the path as param") {
     CHECK(to_api_error(make_error(errc::not_found, "x")).param.empty());
 }
 
+TEST_CASE("openai_chat: a schema no value satisfies is a 400 whose param is the keyword's path") {
+    // An empty enum once reached the grammar and crashed the server at the first constrained token.
+    auto r = parse_chat_request(R"({"model": "incident-analyst", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "x",
+            "schema": {"type": "object", "properties": {"a": {"enum": []}}}}}})");
+    REQUIRE_FALSE(r.ok());
+    api_error e = to_api_error(r.err());
+    CHECK(e.status == 400);
+    CHECK(e.param == "response_format.json_schema.schema.properties.a.enum");
+    CHECK(e.message == "response_format.json_schema.schema.properties.a.enum: empty enum (expected at least one value)");
+    // a required tool's parameters, checked where the tools are read
+    r = parse_chat_request(R"({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tool_choice": "required",
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+            "n": {"type": "integer", "minimum": 5, "maximum": 1}}}}}]})");
+    REQUIRE_FALSE(r.ok());
+    e = to_api_error(r.err());
+    CHECK(e.status == 400);
+    CHECK(e.param == "tools[0].function.parameters.properties.n.minimum");
+}
+
 TEST_CASE("openai_chat: assistant tool calls render as Hermes blocks, tool results as tool_response turns") {
     auto r = parse_chat_request(R"({"model": "m", "messages": [
         {"role": "system", "content": "Sys."},

@@ -168,3 +168,58 @@ TEST_CASE("timeline svg: an empty journal still draws a valid picture") {
     CHECK(check_xml(svg, &n) == "");
     CHECK(count(svg, "tool-lane") == 0);
 }
+
+namespace {
+
+// A run cut off mid-call: a rejected call, a rejected answer and its
+// feedback, then a call that started and has no result, and no run_end.
+run_log interrupted_log() {
+    run_log log;
+    log.path = "runs/r2.jsonl";
+    run_start_event s;
+    s.run_id = "r2";
+    s.agent = "triage";
+    log.events.push_back(ev(0, 0, s));
+    log.events.push_back(ev(1, 0.1, turn_start_event{1}));
+    log.events.push_back(ev(2, 30, call_rejected_event{1, "call_1_0", "search_logs", R"({"limit":500})", "limit above 50"}));
+    log.events.push_back(ev(3, 50, model_turn_event{1, 100, 0, 20, 0.1, 10, 50, "turn one"}));
+    log.events.push_back(ev(4, 51, answer_rejected_event{1, 0, "{\"service\": \"x\"}", "verify_root_cause: x is healthy"}));
+    log.events.push_back(ev(5, 51.5, feedback_event{1, "", "answer", "verify_root_cause: x is healthy"}));
+    log.events.push_back(ev(6, 52, turn_start_event{2}));
+    log.events.push_back(ev(7, 60, model_turn_event{2, 30, 100, 20, 52, 55, 60, "<tool_call>..."}));
+    tool_start_event st;
+    st.step = 2;
+    st.call_id = "call_2_0";
+    st.name = "get_trace";
+    st.arguments_json = R"({"trace_id":"t1"})";
+    st.start_ms = 58;
+    st.early = true;
+    log.events.push_back(ev(8, 58, st));
+    return log;
+}
+
+}  // namespace
+
+TEST_CASE("timeline text: rejected calls and answers, feedback, and where an interrupted run stopped") {
+    const std::string text = render_timeline_text(interrupted_log(), 200);
+    CHECK(text.find("REJECTED {\"limit\":500} -> limit above 50") != std::string::npos);
+    CHECK(text.find("answer rejected") != std::string::npos);
+    CHECK(text.find("verify_root_cause: x is healthy") != std::string::npos);
+    CHECK(text.find("feedback") != std::string::npos);
+    CHECK(text.find("started, no result recorded") != std::string::npos);
+    // The turns that ended show once, as their model_turn rows.
+    CHECK(text.find("started; no end recorded") == std::string::npos);
+    CHECK(interrupted_log().state() == "interrupted");
+}
+
+TEST_CASE("timeline svg: rejected calls and answers are marked; an interrupted run says so") {
+    const std::string svg = render_timeline_svg(interrupted_log());
+    size_t n_marks = 0;
+    for (size_t at = svg.find("class=\"rejected\""); at != std::string::npos; at = svg.find("class=\"rejected\"", at + 1)) ++n_marks;
+    CHECK(n_marks == 2);
+    CHECK(svg.find("rejected call call_1_0 search_logs: limit above 50") != std::string::npos);
+    CHECK(svg.find("interrupted") != std::string::npos);
+    // An older journal, without any of the new events, draws as before.
+    const std::string old = render_timeline_svg(sample_log());
+    CHECK(old.find("class=\"rejected\"") == std::string::npos);
+}

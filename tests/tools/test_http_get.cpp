@@ -109,8 +109,15 @@ std::string ok_response(const std::string& body) {
 
 std::shared_ptr<tool> make(http_get_settings s = {}) {
     auto t = make_http_get_tool(s);
-    REQUIRE(t.ok());
+    REQUIRE_MESSAGE(t.ok(), why(t));
     return *t;
+}
+
+// Settings that allow the one loopback port of a test server.
+http_get_settings allowing(const loopback_server& server) {
+    http_get_settings s;
+    s.allowed_hosts = {"127.0.0.1:" + std::to_string(server.port())};
+    return s;
 }
 
 result<std::string> get(tool& t, const std::string& url) { return t.invoke("{\"url\":\"" + url + "\"}", {}); }
@@ -119,7 +126,9 @@ result<std::string> get(tool& t, const std::string& url) { return t.invoke("{\"u
 
 TEST_CASE("http_get: fetches from a loopback server, status, type and body in the result") {
     loopback_server server(ok_response("hello from loopback"));
-    auto t = make();
+    http_get_settings s = allowing(server);
+    s.allowed_hosts.push_back("LocalHost:" + std::to_string(server.port()));  // case does not matter
+    auto t = make(s);
     auto r = get(*t, server.url("/status?service=checkout"));
     REQUIRE_MESSAGE(r.ok(), why(r));
     CHECK(r->rfind("HTTP 200 OK\n", 0) == 0);
@@ -136,7 +145,7 @@ TEST_CASE("http_get: fetches from a loopback server, status, type and body in th
 
 TEST_CASE("http_get: redirects are reported, not followed") {
     loopback_server server("HTTP/1.1 302 Found\r\nLocation: http://example.com/elsewhere\r\nContent-Length: 0\r\n\r\n");
-    auto t = make();
+    auto t = make(allowing(server));
     auto r = get(*t, server.url());
     REQUIRE(r.ok());
     CHECK(r->rfind("HTTP 302 Found\n", 0) == 0);
@@ -145,7 +154,7 @@ TEST_CASE("http_get: redirects are reported, not followed") {
 
 TEST_CASE("http_get: a body over the cap is an error") {
     loopback_server server(ok_response(std::string(5000, 'b')));
-    http_get_settings s;
+    http_get_settings s = allowing(server);
     s.max_body_bytes = 1000;
     auto t = make(s);
     auto r = get(*t, server.url());
@@ -156,7 +165,7 @@ TEST_CASE("http_get: a body over the cap is an error") {
 
 TEST_CASE("http_get: a server that never answers times out") {
     loopback_server server("");
-    http_get_settings s;
+    http_get_settings s = allowing(server);
     s.read_timeout_ms = 300;
     auto t = make(s);
     auto r = get(*t, server.url());
@@ -167,7 +176,7 @@ TEST_CASE("http_get: a server that never answers times out") {
 
 TEST_CASE("http_get: the cancel flag stops a call in flight") {
     loopback_server server("");
-    auto t = make();
+    auto t = make(allowing(server));
     std::atomic<bool> cancel{false};
     std::thread canceller([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -181,15 +190,23 @@ TEST_CASE("http_get: the cancel flag stops a call in flight") {
     CHECK(r.err().code == errc::cancelled);
 }
 
-TEST_CASE("http_get: non-loopback hosts and https are refused before any traffic") {
-    auto t = make();
-    for (const char* url : {"http://10.1.2.3/", "http://example.com/x", "http://[2001:db8::1]:8080/", "http://0.0.0.0/"}) {
+TEST_CASE("http_get: hosts not in the allowlist and https are refused before any traffic") {
+    http_get_settings s;
+    s.allowed_hosts = {"example.com:8080"};  // that port only
+    auto t = make(s);
+    for (const char* url : {"http://10.1.2.3/", "http://example.org/x", "http://[2001:db8::1]:8080/", "http://0.0.0.0/",
+                            "http://example.com/", "http://example.com:8081/"}) {
         auto r = get(*t, url);
         REQUIRE_MESSAGE(!r.ok(), url);
         CHECK(r.err().code == errc::invalid_argument);
-        CHECK_MESSAGE(r.err().message.find("not loopback and not in the allowed hosts") != std::string::npos,
+        CHECK_MESSAGE(r.err().message.find("is not in the allowed hosts (allowed: example.com:8080)") != std::string::npos,
                       r.err().message);
+        CHECK_MESSAGE(r.err().message.find(url) != std::string::npos, r.err().message);
     }
+    auto r = get(*t, "http://example.com:8081/");
+    REQUIRE_FALSE(r.ok());
+    CHECK_MESSAGE(r.err().message.find("add 'example.com:8081' to the http_get setting allowed_hosts") != std::string::npos,
+                  r.err().message);
     auto https = get(*t, "https://127.0.0.1/");
     REQUIRE_FALSE(https.ok());
     CHECK(https.err().code == errc::unsupported);
@@ -208,9 +225,152 @@ TEST_CASE("http_get: a closed port is a clear connection error") {
         loopback_server server(ok_response("x"));
         port = server.port();
     }  // closed: nothing listens there now
-    auto t = make();
+    http_get_settings s;
+    s.allowed_hosts = {"127.0.0.1:" + std::to_string(port)};
+    auto t = make(s);
     auto r = get(*t, "http://127.0.0.1:" + std::to_string(port) + "/");
     REQUIRE_FALSE(r.ok());
     CHECK(r.err().code == errc::io_error);
     CHECK(r.err().message.find("cannot connect") != std::string::npos);
+}
+
+TEST_CASE("http_get: loopback is refused unless allowlisted with its port") {
+    loopback_server server(ok_response("local service"));
+    const std::string port = std::to_string(server.port());
+    auto none = get(*make(), server.url());
+    REQUIRE_FALSE(none.ok());
+    CHECK(none.err().code == errc::invalid_argument);
+    CHECK_MESSAGE(none.err().message.find("'" + server.url() + "': host '127.0.0.1' port " + port + " is not in the allowed hosts") !=
+                      std::string::npos,
+                  none.err().message);
+    CHECK(none.err().message.find("add '127.0.0.1:" + port + "' to the http_get setting allowed_hosts") != std::string::npos);
+
+    auto t = make(allowing(server));
+    auto ok = get(*t, server.url());
+    REQUIRE_MESSAGE(ok.ok(), why(ok));
+    CHECK(ok->find("local service") != std::string::npos);
+    CHECK(t->description().find("127.0.0.1:" + port) != std::string_view::npos);  // the model reads where it may go
+
+    // the allowed port only: another port of the same host stays refused
+    loopback_server other(ok_response("another service"));
+    auto refused = get(*t, other.url());
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.err().message.find("port " + std::to_string(other.port()) + " is not in the allowed hosts") != std::string::npos);
+    CHECK(other.last_request().empty());
+}
+
+TEST_CASE("http_get: loopback in disguise never reaches a local server") {
+    loopback_server server(ok_response("local service"));
+    const std::string port = std::to_string(server.port());
+    // Other spellings of this machine: IPv6 loopback, IPv4-mapped IPv6, the
+    // unspecified address (which Linux connects to loopback), the name, and
+    // the numeric forms inet_aton and getaddrinfo accept (decimal, hex, octal,
+    // short dotted).
+    const std::vector<std::string> hosts = {"[::1]", "[0:0:0:0:0:0:0:1]", "[::ffff:127.0.0.1]", "[::ffff:7f00:1]", "[::]",
+                                            "0.0.0.0", "0", "localhost", "LOCALHOST", "localhost.", "a.localhost",
+                                            "2130706433", "0x7f.1", "0x7f000001", "0177.0.0.1", "127.1", "127.0.0.2"};
+    auto none = make();
+    for (const auto& host : hosts) {
+        const std::string url = "http://" + host + ":" + port + "/";
+        auto r = get(*none, url);
+        REQUIRE_MESSAGE(!r.ok(), url);
+        CHECK_MESSAGE(r.err().message.find("is not in the allowed hosts") != std::string::npos, r.err().message);
+    }
+    // Allowlisted as plain hosts (public addresses, any port), they are
+    // refused when the tool is made, or once the name resolves to loopback.
+    for (const auto& host : hosts) {
+        http_get_settings s;
+        s.allowed_hosts = {host};
+        auto made = make_http_get_tool(s);
+        if (!made.ok()) {
+            CHECK_MESSAGE(made.err().message.find("needs its port") != std::string::npos, made.err().message);
+            continue;
+        }
+        const std::string url = "http://" + host + ":" + port + "/";
+        auto r = get(**made, url);
+        REQUIRE_MESSAGE(!r.ok(), url);
+        CHECK_MESSAGE((r.err().message.find("refused unless allowlisted with its port") != std::string::npos ||
+                       r.err().message.find("cannot resolve") != std::string::npos),
+                      r.err().message);
+    }
+    CHECK_MESSAGE(server.last_request().empty(), server.last_request());
+}
+
+TEST_CASE("http_get: a name allowlisted without a port is checked on the addresses it resolves to") {
+    // getaddrinfo reads "2130706433" as 127.0.0.1 without asking DNS: a name
+    // whose answer is loopback, as a rebinding DNS server would give.
+    loopback_server server(ok_response("local service"));
+    const std::string port = std::to_string(server.port());
+    http_get_settings s;
+    s.allowed_hosts = {"2130706433"};
+    auto r = get(*make(s), "http://2130706433:" + port + "/");
+    REQUIRE_FALSE(r.ok());
+    CHECK_MESSAGE(r.err().message.find("resolves to 127.0.0.1 (loopback), which is refused unless allowlisted with its port") !=
+                      std::string::npos,
+                  r.err().message);
+    CHECK(r.err().message.find("add '2130706433:" + port + "'") != std::string::npos);
+    s.allowed_hosts = {"2130706433:" + port};  // the port named: allowed, as for any loopback service
+    auto ok = get(*make(s), "http://2130706433:" + port + "/");
+    REQUIRE_MESSAGE(ok.ok(), why(ok));
+    CHECK(ok->find("local service") != std::string::npos);
+}
+
+TEST_CASE("http_get: allowed_hosts entries are checked when the tool is made") {
+    for (const char* good : {"example.com", "Example.COM:8080", "127.0.0.1:8080", "localhost:9000", "[::1]:8080",
+                             "2606:4700::1111", "[2606:4700::1111]", "10.0.0.5:443"}) {
+        http_get_settings s;
+        s.allowed_hosts = {good};
+        auto t = make_http_get_tool(s);
+        CHECK_MESSAGE(t.ok(), good, ": ", why(t));
+    }
+    const std::vector<std::pair<std::string, std::string>> bad = {
+        {"127.0.0.1", "'127.0.0.1' is not a public address (loopback), so it needs its port: write '127.0.0.1:PORT'"},
+        {"localhost", "write 'localhost:PORT'"},
+        {"[::1]", "write '[::1]:PORT'"},
+        {"::ffff:10.0.0.1", "is not a public address (private)"},
+        {"169.254.169.254", "(link-local)"},
+        {"0.0.0.0", "unspecified"},
+        {"example.com:0", "port must be a number from 1 to 65535"},
+        {"example.com:http", "port must be a number"},
+        {"example.com:", "no port"},
+        {"[::1", "no ']'"},
+        {":80", "no host"},
+        {"a/b", "not a host name or address"},
+    };
+    for (const auto& [entry, expected] : bad) {
+        http_get_settings s;
+        s.allowed_hosts = {entry};
+        auto t = make_http_get_tool(s);
+        REQUIRE_MESSAGE(!t.ok(), entry);
+        CHECK_MESSAGE(t.err().message.find(expected) != std::string::npos, t.err().message);
+        CHECK(t.err().message.find(entry) != std::string::npos);
+    }
+}
+
+TEST_CASE("restricted_address_kind: loopback, private, link-local and the rest, also inside IPv6") {
+    const std::vector<std::pair<const char*, const char*>> table = {
+        {"127.0.0.1", "loopback"}, {"127.255.0.9", "loopback"}, {"::1", "loopback"}, {"::ffff:127.0.0.1", "loopback"},
+        {"10.1.2.3", "private"}, {"172.16.0.1", "private"}, {"172.31.255.255", "private"}, {"192.168.1.1", "private"},
+        {"::ffff:192.168.0.1", "private"}, {"100.64.0.1", "CGNAT"}, {"100.127.255.255", "CGNAT"},
+        {"169.254.169.254", "link-local"}, {"fe80::1", "link-local"}, {"febf::1", "link-local"},
+        {"::ffff:169.254.169.254", "link-local"}, {"fc00::1", "unique local"}, {"fd12:3456::1", "unique local"},
+        {"0.0.0.0", "unspecified"}, {"0.1.2.3", "unspecified"}, {"::", "unspecified"}, {"224.0.0.1", "multicast"},
+        {"239.255.255.250", "multicast"}, {"ff02::1", "multicast"}, {"255.255.255.255", "broadcast"},
+        {"::127.0.0.1", "IPv4-compatible"}, {"64:ff9b::a00:1", "private"}, {"2002:7f00:1::", "loopback"},
+        {"192.0.2.1", "documentation"}, {"2001:db8::1", "documentation"},
+    };
+    for (const auto& [address, kind] : table) {
+        auto k = restricted_address_kind(address);
+        REQUIRE_MESSAGE(k.ok(), address);
+        CHECK_MESSAGE(k->find(kind) != std::string::npos, address, " is ", *k);
+    }
+    for (const char* address : {"8.8.8.8", "172.32.0.1", "172.15.255.255", "100.128.0.1", "100.63.255.255", "192.169.0.1",
+                                "2606:4700::1111", "64:ff9b::808:808", "::ffff:8.8.8.8", "2002:808:808::"}) {
+        auto k = restricted_address_kind(address);
+        REQUIRE_MESSAGE(k.ok(), address);
+        CHECK_MESSAGE(k->empty(), address, " is ", *k);
+    }
+    auto bad = restricted_address_kind("localhost");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.err().message.find("'localhost' is not an IPv4 or IPv6 address") != std::string::npos);
 }

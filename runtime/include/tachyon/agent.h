@@ -81,7 +81,7 @@ struct agent_spec {
     agent_budgets budgets;
     std::vector<verify_check> verify;
     int max_verify_retries = 2;       // failed verifications fed back before the run fails
-    std::string output_schema;        // JSON Schema of the final answer; empty: any JSON object
+    std::string output_schema;        // JSON Schema of the final answer; empty: the agent answers in prose
 };
 
 // A validated agent, cheap to copy and safe to run many times at once.

@@ -7,7 +7,7 @@
 //   tachyon::sdk::run_options options;
 //   options.inputs = {{"incident_dir", "/tmp/incident"}};
 //   auto result = rt.run(agent, "checkout returns 502s, find the root cause", options);
-//   if (result.verified) std::cout << result.answer << "\n";
+//   if (result.state == tachyon::sdk::run_state::succeeded) std::cout << result.answer << "\n";
 //
 // A run always ends with a run_result: a run that cannot start (a missing
 // input, a model that does not load) ends in state failed with an error
@@ -60,8 +60,13 @@ struct run_result {
     std::string run_id;
     run_state state = run_state::failed;
     std::string error;          // why, when not succeeded
-    bool verified = false;      // the answer passed the output schema and every verify check
-    std::string answer;         // the final answer JSON (minified); empty if none
+    // The accepted answer passed the agent's verify checks; false when the
+    // agent has none (state succeeded: answered, nothing checked it).
+    bool verified = false;
+    // The final answer as one JSON value (minified); empty if none. An agent
+    // with an output schema answers one object valid for it; one without
+    // answers in prose: a JSON string holding the text.
+    std::string answer;
     int steps = 0;              // model turns
     int verify_attempts = 0;
     double time_to_answer_ms = 0;

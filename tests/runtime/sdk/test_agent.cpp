@@ -90,6 +90,8 @@ TEST_CASE("an agent built in code with a bad key or value gets an error naming t
     s = valid_spec(d);
     s.output_schema = R"({"type": "objekt"})";
     CHECK(build_error(s).find("agent 'analyst': output_schema: ") == 0);
+    s.output_schema = R"({"type": "object", "properties": {"a": {"type": "string", "minLength": 4, "maxLength": 2}}})";
+    CHECK(build_error(s) == "agent 'analyst': output_schema.properties.a.minLength: minLength 4 is above maxLength 2 (expected minLength <= maxLength)");
 
     s = valid_spec(d);
     s.verify = {{"verify_root_cause", {{"service", "$.service"}, {"fault_type", "not json"}}, {{"root", "{incident_dir}"}}}};
@@ -105,6 +107,9 @@ TEST_CASE("a C++ tool with a bad schema or name is rejected when the agent is bu
     agent_spec s = valid_spec(d);
     s.tools = {make_tool({"bad", "Bad schema.", R"({"type": "object", "properties": 3})"}, [](std::string_view) { return std::string(); })};
     CHECK(build_error(s).find("agent 'analyst': C++ tool 'bad': parameters_schema: ") == 0);
+    s.tools = {make_tool({"bad", "No value fits.", R"({"type": "object", "properties": {"a": {"enum": []}}})"},
+                         [](std::string_view) { return std::string(); })};
+    CHECK(build_error(s) == "agent 'analyst': C++ tool 'bad': parameters_schema.properties.a.enum: empty enum (expected at least one value)");
     s.tools = {make_tool({"no spaces", "Bad name.", R"({"type": "object"})"}, [](std::string_view) { return std::string(); })};
     CHECK(build_error(s) == "agent 'analyst': C++ tool 'no spaces': a tool name must be letters, digits, '_' or '-'");
 }
@@ -140,7 +145,7 @@ TEST_CASE("agent file errors name the file and the key") {
     auto missing = agent::load("/nonexistent/agent.json");
     REQUIRE_FALSE(missing.ok());
     CHECK(missing.error().code == errc::not_found);
-    CHECK(missing.error().message == "/nonexistent/agent.json: cannot open the agent file");
+    CHECK(missing.error().message == "/nonexistent/agent.json: cannot open the agent file (No such file or directory)");
 
     sdk_fixture::model_dir d;
     auto bad_key = agent::parse(R"({"name": "x", "instructions": "i", "model": ")" + d.model_file() + R"(", "tols": []})", "x.json");

@@ -63,7 +63,7 @@ TEST_CASE("a run through the public API calls a C++ tool, answers and streams it
     run_result r = rt.run(s.make(), "where is order 7?", o);
     CHECK(r.state == run_state::succeeded);
     CHECK(to_string(r.state) == "succeeded");
-    CHECK(r.verified);
+    CHECK_FALSE(r.verified);  // accepted: the agent has no verify checks to vouch for it
     CHECK(r.answer == R"({"status":"shipped"})");
     CHECK(r.steps == 2);
     CHECK(s.n_lookups == 1);
@@ -92,7 +92,7 @@ TEST_CASE("arguments failing a C++ tool's schema never reach it, and the model r
     run_options o;
     o.constrain = false;  // a constrained model could not write the bad call at all
     run_result r = rt.run(s.make(), "where is order seven?", o);
-    CHECK(r.verified);
+    CHECK(r.state == run_state::succeeded);
     CHECK(r.n_tool_calls == 2);
     CHECK(r.n_bad_calls == 1);
     CHECK(s.n_lookups == 1);  // only the valid call ran
@@ -214,7 +214,7 @@ TEST_CASE("runs can write a journal and take extra C++ tools per run") {
     o.run_id = "sdk-test-run";
     o.tools = {make_tool({"ping", "Answers pong.", R"({"type":"object"})"}, [](std::string_view) { return std::string("pong"); })};
     run_result r = rt.run(s.make(), "ping", o);
-    CHECK(r.verified);
+    CHECK(r.state == run_state::succeeded);
     CHECK(r.run_id == "sdk-test-run");
     CHECK(r.journal_path == (s.dir.path / "runs" / "sdk-test-run.jsonl").string());
     CHECK(std::filesystem::exists(r.journal_path));
