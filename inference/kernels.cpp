@@ -189,7 +189,12 @@ std::string_view to_string(kernel_isa isa) {
 
 bool cpu_has_avx2() {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    // F16C from CPUID leaf 1, ECX bit 29: clang 14's __builtin_cpu_supports
+    // does not know the feature (the fuzz targets build with clang).
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+    const bool f16c = (ecx >> 29) & 1;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
 }
 
 bool cpu_has_avx_vnni() {
