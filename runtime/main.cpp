@@ -1,9 +1,9 @@
 // tachyon: the command-line entry point. Everything it can do is declared in
-// runtime/commands.cpp.
+// runtime/cli/commands.cpp.
 #include <string>
 #include <vector>
 
-#include "runtime/commands.h"
+#include "runtime/cli/commands.h"
 
 int main(int argc, char** argv) {
     std::vector<std::string> args(argv + 1, argv + argc);

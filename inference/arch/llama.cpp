@@ -12,10 +12,10 @@
 #include <string>
 #include <unordered_map>
 
-#include "inference/attention.h"
-#include "inference/fp16.h"
-#include "inference/kernels.h"
-#include "inference/quant.h"
+#include "inference/kernels/attention.h"
+#include "inference/gguf/fp16.h"
+#include "inference/kernels/kernels.h"
+#include "inference/gguf/quant.h"
 
 namespace tachyon::arch {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "inference/model.h"
+#include "inference/arch/model.h"
 
 namespace tachyon::arch {
 

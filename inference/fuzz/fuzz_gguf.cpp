@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <span>
 
-#include "inference/gguf.h"
+#include "inference/gguf/gguf.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto file = tachyon::gguf_file::parse(std::span(reinterpret_cast<const std::byte*>(data), size), "fuzz");

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Generates inference/unicode_tables.inc: general-category classes of every
+"""Generates inference/tokenizer/unicode_tables.inc: general-category classes of every
 code point as sorted ranges, from Python's unicodedata.
 
-Usage: python3 inference/tools_gen/gen_unicode_tables.py > inference/unicode_tables.inc
+Usage: python3 inference/tools_gen/gen_unicode_tables.py > inference/tokenizer/unicode_tables.inc
 
 Each range [first, last] carries one class bit (see unicode.h: letter, number,
 punctuation, symbol, mark, separator, other). Unassigned code points (Cn) are

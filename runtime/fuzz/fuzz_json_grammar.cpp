@@ -22,11 +22,11 @@
 #include <string>
 #include <vector>
 
-#include "inference/tokenizer.h"
-#include "inference/vocab.h"
-#include "runtime/constraint.h"
-#include "runtime/json_grammar.h"
-#include "runtime/json_schema.h"
+#include "inference/tokenizer/tokenizer.h"
+#include "inference/tokenizer/vocab.h"
+#include "runtime/constrain/constraint.h"
+#include "runtime/constrain/json_grammar.h"
+#include "runtime/constrain/json_schema.h"
 
 using namespace tachyon;
 

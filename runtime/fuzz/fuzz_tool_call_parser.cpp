@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/tool_call_parser.h"
+#include "runtime/chat/tool_call_parser.h"
 
 using namespace tachyon;
 

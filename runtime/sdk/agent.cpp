@@ -4,11 +4,11 @@
 #include <filesystem>
 #include <set>
 
-#include "runtime/json_schema.h"
-#include "runtime/json_util.h"
-#include "runtime/schema_pattern.h"
+#include "runtime/constrain/json_schema.h"
+#include "runtime/common/json_util.h"
+#include "runtime/constrain/schema_pattern.h"
 #include "runtime/sdk/bridge.h"
-#include "runtime/tool_catalog.h"
+#include "runtime/agent/tool_catalog.h"
 
 namespace tachyon::sdk {
 namespace {

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "base/result.h"
-#include "inference/sampler.h"
-#include "runtime/agent_def.h"
-#include "runtime/model_host.h"
+#include "inference/engine/sampler.h"
+#include "runtime/agent/agent_def.h"
+#include "runtime/chat/model_host.h"
 #include "tachyon/agent.h"
 #include "tachyon/chat.h"
 #include "tachyon/result.h"

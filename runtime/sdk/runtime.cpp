@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include "base/log.h"
-#include "runtime/agent_service.h"
+#include "runtime/agent/agent_service.h"
 #include "runtime/sdk/bridge.h"
 
 namespace tachyon::sdk {

@@ -3,7 +3,7 @@
 #include <simdjson.h>
 
 #include "base/log.h"
-#include "runtime/json_util.h"
+#include "runtime/common/json_util.h"
 #include "runtime/sdk/bridge.h"
 
 namespace tachyon::sdk {

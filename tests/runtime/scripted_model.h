@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "inference/chat_template.h"
-#include "inference/model.h"
-#include "inference/tokenizer.h"
-#include "inference/vocab.h"
+#include "inference/tokenizer/chat_template.h"
+#include "inference/arch/model.h"
+#include "inference/tokenizer/tokenizer.h"
+#include "inference/tokenizer/vocab.h"
 
 namespace scripted {
 

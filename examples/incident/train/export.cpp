@@ -28,8 +28,8 @@
 #include <simdjson.h>
 
 #include "base/result.h"
-#include "inference/gguf.h"
-#include "inference/tensor_type.h"
+#include "inference/gguf/gguf.h"
+#include "inference/gguf/tensor_type.h"
 
 namespace {
 

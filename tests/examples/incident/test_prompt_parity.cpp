@@ -10,8 +10,8 @@
 
 #include "examples/incident/trajectories.h"
 #include "examples/incident/world.h"
-#include "runtime/agent_run.h"
-#include "runtime/tool_catalog.h"
+#include "runtime/agent/agent_run.h"
+#include "runtime/agent/tool_catalog.h"
 #include "tests/runtime/scripted_model.h"
 
 using namespace tachyon;

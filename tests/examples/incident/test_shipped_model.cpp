@@ -8,8 +8,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "inference/kernels.h"
-#include "inference/model.h"
+#include "inference/kernels/kernels.h"
+#include "inference/arch/model.h"
 
 using namespace tachyon;
 

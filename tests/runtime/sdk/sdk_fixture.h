@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "runtime/model_host.h"
+#include "runtime/chat/model_host.h"
 #include "runtime/sdk/bridge.h"
 #include "tachyon/runtime.h"
 #include "tests/runtime/scripted_model.h"

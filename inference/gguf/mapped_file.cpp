@@ -1,0 +1,56 @@
+#include "inference/gguf/mapped_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace tachyon {
+namespace {
+
+error os_error(const std::string& path, const char* what) {
+    return make_error(errc::io_error, path + ": " + what + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+result<std::unique_ptr<mapped_file>> mapped_file::open(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) return make_error(errc::not_found, path + ": no such file");
+        return os_error(path, "cannot open");
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        auto e = os_error(path, "cannot stat");
+        ::close(fd);
+        return e;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return make_error(errc::io_error, path + ": not a regular file");
+    }
+    std::unique_ptr<mapped_file> file(new mapped_file());
+    file->path_ = path;
+    file->size_ = static_cast<size_t>(st.st_size);
+    if (file->size_ > 0) {
+        void* base = ::mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (base == MAP_FAILED) {
+            auto e = os_error(path, "cannot mmap");
+            ::close(fd);
+            return e;
+        }
+        file->base_ = base;
+    }
+    ::close(fd);  // the mapping keeps its own reference to the file
+    return file;
+}
+
+mapped_file::~mapped_file() {
+    if (base_ != nullptr) ::munmap(base_, size_);
+}
+
+}  // namespace tachyon

@@ -1,0 +1,35 @@
+// Writing models: re-quantizing an existing GGUF model to another weight
+// type, and making a llama model with random weights of a given shape (for
+// benchmarks and tests; it has the shapes of a real model, not its skills).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/result.h"
+#include "inference/gguf/tensor_type.h"
+
+namespace tachyon {
+
+// Copies `in` to `out` with every 2-D weight matrix converted to `type`
+// (f32, f16, bf16, q8_0 or q4_0); vectors (norms, biases) stay f32 and all
+// metadata is kept. Matrices whose row length does not fit the type's block
+// size stay as they are.
+status requantize_model(const std::string& in, const std::string& out, tensor_type type);
+
+struct synthetic_llama_shape {
+    int n_vocab = 32000;
+    int n_embd = 512;
+    int n_layer = 8;
+    int n_head = 8;
+    int n_head_kv = 4;
+    int n_ff = 1408;
+    int n_ctx = 2048;
+    bool tied_output = true;
+};
+
+// Writes a llama-architecture GGUF with weights drawn from N(0, 0.02²)
+// (norms 1) in `type`. No tokenizer: use it with token ids.
+status write_synthetic_llama(const std::string& path, const synthetic_llama_shape& shape, tensor_type type, uint64_t seed);
+
+}  // namespace tachyon

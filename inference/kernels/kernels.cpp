@@ -1,0 +1,367 @@
+// Reference (portable) kernels, instruction-set selection, and the matmul
+// driver that fans rows out over the context's threads.
+#include "inference/kernels/kernels.h"
+
+#include <cpuid.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/assert.h"
+#include "inference/gguf/fp16.h"
+#include "inference/kernels/kernels_internal.h"
+#include "inference/gguf/quant.h"
+#include "inference/kernels/thread_team.h"
+
+namespace tachyon {
+namespace {
+
+// ---- reference dot products -------------------------------------------------
+// Integer sums are exact; the float accumulation order is the natural one.
+
+float dot_f32(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const float*>(w);
+    const auto* b = static_cast<const float*>(x);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+    return sum;
+}
+
+float dot_f16(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const uint16_t*>(w);
+    const auto* b = static_cast<const float*>(x);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; ++i) sum += fp16_to_fp32(a[i]) * b[i];
+    return sum;
+}
+
+float dot_bf16(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const uint16_t*>(w);
+    const auto* b = static_cast<const float*>(x);
+    float sum = 0.0f;
+    for (int64_t i = 0; i < n; ++i) sum += bf16_to_fp32(a[i]) * b[i];
+    return sum;
+}
+
+float dot_q8_0(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const block_q8_0*>(w);
+    const auto* b = static_cast<const block_q8_0*>(x);
+    float sum = 0.0f;
+    for (int64_t k = 0; k < n / qk_32; ++k) {
+        int sumi = 0;
+        for (int j = 0; j < qk_32; ++j) sumi += a[k].qs[j] * b[k].qs[j];
+        sum += fp16_to_fp32(a[k].d) * fp16_to_fp32(b[k].d) * static_cast<float>(sumi);
+    }
+    return sum;
+}
+
+float dot_q4_0(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const block_q4_0*>(w);
+    const auto* b = static_cast<const block_q8_0*>(x);
+    float sum = 0.0f;
+    for (int64_t k = 0; k < n / qk_32; ++k) {
+        int sumi = 0;
+        for (int j = 0; j < qk_32 / 2; ++j) {
+            sumi += ((a[k].qs[j] & 0x0f) - 8) * b[k].qs[j];
+            sumi += ((a[k].qs[j] >> 4) - 8) * b[k].qs[j + 16];
+        }
+        sum += fp16_to_fp32(a[k].d) * fp16_to_fp32(b[k].d) * static_cast<float>(sumi);
+    }
+    return sum;
+}
+
+float dot_q4_k(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const block_q4_k*>(w);
+    const auto* b = static_cast<const block_q8_k*>(x);
+    float sum = 0.0f;
+    for (int64_t k = 0; k < n / qk_k; ++k) {
+        int sumi = 0;   // sum_j sc_j * sum(q * x) over sub-block j
+        int summ = 0;   // sum_j m_j * sum(x) over sub-block j
+        for (int j = 0; j < 8; ++j) {
+            uint8_t sc, m;
+            q4_k_scale_min(j, a[k].scales, sc, m);
+            const uint8_t* q = a[k].qs + 32 * (j / 2);
+            const int shift = 4 * (j % 2);
+            int s = 0;
+            for (int l = 0; l < 32; ++l) s += ((q[l] >> shift) & 0x0f) * b[k].qs[32 * j + l];
+            sumi += sc * s;
+            summ += m * (b[k].bsums[2 * j] + b[k].bsums[2 * j + 1]);
+        }
+        sum += b[k].d * (fp16_to_fp32(a[k].d) * static_cast<float>(sumi) -
+                         fp16_to_fp32(a[k].dmin) * static_cast<float>(summ));
+    }
+    return sum;
+}
+
+float dot_q6_k(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const block_q6_k*>(w);
+    const auto* b = static_cast<const block_q8_k*>(x);
+    float sum = 0.0f;
+    for (int64_t k = 0; k < n / qk_k; ++k) {
+        int8_t q[qk_k];  // the 6-bit values minus 32, in element order
+        for (int half = 0; half < 2; ++half) {
+            const uint8_t* ql = a[k].ql + 64 * half;
+            const uint8_t* qh = a[k].qh + 32 * half;
+            int8_t* out = q + 128 * half;
+            for (int l = 0; l < 32; ++l) {
+                out[l] = static_cast<int8_t>(((ql[l] & 0x0f) | (((qh[l] >> 0) & 3) << 4)) - 32);
+                out[l + 32] = static_cast<int8_t>(((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4)) - 32);
+                out[l + 64] = static_cast<int8_t>(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+                out[l + 96] = static_cast<int8_t>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
+            }
+        }
+        int sumi = 0;
+        for (int s = 0; s < 16; ++s) {
+            int p = 0;
+            for (int l = 0; l < 16; ++l) p += q[16 * s + l] * b[k].qs[16 * s + l];
+            sumi += a[k].scales[s] * p;
+        }
+        sum += fp16_to_fp32(a[k].d) * b[k].d * static_cast<float>(sumi);
+    }
+    return sum;
+}
+
+void quantize_q8_0(const float* x, void* dst, int64_t n) { quantize_row_q8_0(x, static_cast<block_q8_0*>(dst), n); }
+void quantize_q8_k(const float* x, void* dst, int64_t n) { quantize_row_q8_k(x, static_cast<block_q8_k*>(dst), n); }
+
+// The reference matmul: one dot product per (token, row).
+template <float (*Dot)(int64_t, const void*, const void*)>
+void gemm_by_dot(const detail::gemm_args& a, int64_t r0, int64_t r1) {
+    for (int64_t t = 0; t < a.n_tokens; ++t) {
+        const std::byte* x = a.x + t * a.x_row_bytes;
+        for (int64_t r = r0; r < r1; ++r) a.y[t * a.ldy + r] = Dot(a.n_cols, a.w + r * a.w_row_bytes, x);
+    }
+}
+
+constexpr detail::type_kernels scalar_f32{gemm_by_dot<dot_f32>, dot_f32, nullptr};
+constexpr detail::type_kernels scalar_f16{gemm_by_dot<dot_f16>, dot_f16, nullptr};
+constexpr detail::type_kernels scalar_bf16{gemm_by_dot<dot_bf16>, dot_bf16, nullptr};
+constexpr detail::type_kernels scalar_q8_0{gemm_by_dot<dot_q8_0>, dot_q8_0, quantize_q8_0};
+constexpr detail::type_kernels scalar_q4_0{gemm_by_dot<dot_q4_0>, dot_q4_0, quantize_q8_0};
+constexpr detail::type_kernels scalar_q4_k{gemm_by_dot<dot_q4_k>, dot_q4_k, quantize_q8_k};
+constexpr detail::type_kernels scalar_q6_k{gemm_by_dot<dot_q6_k>, dot_q6_k, quantize_q8_k};
+
+const detail::type_kernels& kernels_of(kernel_isa isa, tensor_type weight) {
+    const detail::type_kernels* k = isa >= kernel_isa::amx        ? detail::amx_kernels(weight)
+                                    : isa >= kernel_isa::avx512 ? detail::avx512_kernels(weight)
+                                    : isa >= kernel_isa::avx_vnni ? detail::avx_vnni_kernels(weight)
+                                    : isa == kernel_isa::avx2   ? detail::avx2_kernels(weight)
+                                                                : detail::scalar_kernels(weight);
+    TACHYON_ASSERT(k != nullptr, "no kernels for this tensor type");
+    return *k;
+}
+
+// Below this many multiply-adds a matmul runs on one thread: forking and
+// joining costs a few microseconds, as much as ~100k multiply-adds.
+constexpr int64_t min_parallel_macs = int64_t{1} << 17;
+// Rows are handed out in multiples of the AVX2 row tile.
+constexpr int64_t rows_per_unit = 16;
+// Rows per group of weight_panels (rows_by_broadcast's tile in kernels_avx512.cpp).
+constexpr int64_t panel_rows = 32;
+
+}  // namespace
+
+namespace detail {
+const type_kernels* scalar_kernels(tensor_type weight) {
+    switch (weight) {
+        case tensor_type::f32: return &scalar_f32;
+        case tensor_type::f16: return &scalar_f16;
+        case tensor_type::bf16: return &scalar_bf16;
+        case tensor_type::q8_0: return &scalar_q8_0;
+        case tensor_type::q4_0: return &scalar_q4_0;
+        case tensor_type::q4_k: return &scalar_q4_k;
+        case tensor_type::q6_k: return &scalar_q6_k;
+        default: return nullptr;
+    }
+}
+}  // namespace detail
+
+std::string_view to_string(kernel_isa isa) {
+    switch (isa) {
+        case kernel_isa::avx2: return "avx2";
+        case kernel_isa::avx_vnni: return "avx_vnni";
+        case kernel_isa::avx512: return "avx512";
+        case kernel_isa::amx: return "amx";
+        default: return "scalar";
+    }
+}
+
+bool cpu_has_avx2() {
+    __builtin_cpu_init();
+    // F16C from CPUID leaf 1, ECX bit 29: clang 14's __builtin_cpu_supports
+    // does not know the feature (the fuzz targets build with clang).
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+    const bool f16c = (ecx >> 29) & 1;
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
+}
+
+bool cpu_has_avx_vnni() {
+    if (!cpu_has_avx2()) return false;
+    // CPUID leaf 7, sub-leaf 1, EAX bit 4 (GCC 12's __builtin_cpu_supports
+    // does not know the feature).
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
+    return (eax >> 4) & 1;
+}
+
+bool cpu_has_avx512() {
+    if (!cpu_has_avx2()) return false;
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512dq") ||
+        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512vnni"))
+        return false;
+    // XCR0: the OS saves opmask and zmm state (bits 5-7) besides xmm/ymm (1-2).
+    unsigned lo = 0, hi = 0;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 0xE6u) == 0xE6u;
+}
+
+bool cpu_has_amx() {
+    static const bool granted = [] {
+        if (!cpu_has_avx512()) return false;
+        // CPUID leaf 7, sub-leaf 0, EDX bits 24 (AMX-TILE) and 25 (AMX-INT8).
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+        if (((edx >> 24) & 3u) != 3u) return false;
+        return detail::os_grants_amx();
+    }();
+    return granted;
+}
+
+bool cpu_has_amx_bf16() {
+    static const bool has = [] {
+        if (!cpu_has_amx()) return false;
+        // CPUID leaf 7: sub-leaf 0 EDX bit 22 (AMX-BF16), sub-leaf 1 EAX bit 5 (AVX512-BF16).
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || ((edx >> 22) & 1u) == 0) return false;
+        if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) || ((eax >> 5) & 1u) == 0) return false;
+        return true;
+    }();
+    return has;
+}
+
+kernel_isa select_isa(const char* env_value, bool has_avx2, bool has_avx_vnni, bool has_avx512, bool has_amx) {
+    const std::string_view env = env_value != nullptr ? env_value : "";
+    if (env == "scalar") return kernel_isa::scalar;
+    if (!has_avx2) return kernel_isa::scalar;
+    if (env == "avx2" || !has_avx_vnni) return kernel_isa::avx2;
+    if (env == "avx_vnni" || !has_avx512) return kernel_isa::avx_vnni;
+    if (env == "avx512" || !has_amx) return kernel_isa::avx512;
+    return kernel_isa::amx;
+}
+
+kernel_isa default_isa() {
+    static const kernel_isa isa =
+        select_isa(std::getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni(), cpu_has_avx512(), cpu_has_amx());
+    return isa;
+}
+
+bool has_kernels(tensor_type weight) { return detail::scalar_kernels(weight) != nullptr; }
+
+tensor_type activation_type(tensor_type weight) {
+    switch (weight) {
+        case tensor_type::q8_0:
+        case tensor_type::q4_0: return tensor_type::q8_0;
+        case tensor_type::q4_k:
+        case tensor_type::q6_k: return tensor_type::q8_k;
+        default: return tensor_type::f32;
+    }
+}
+
+void quantize_activations(kernel_isa isa, tensor_type weight, const float* x, void* dst, int64_t n) {
+    const auto& k = kernels_of(isa, weight);
+    if (k.quantize != nullptr) {
+        k.quantize(x, dst, n);
+    } else {
+        std::memcpy(dst, x, static_cast<size_t>(n) * sizeof(float));
+    }
+}
+
+float vec_dot(kernel_isa isa, tensor_type weight, int64_t n, const void* w, const void* x) {
+    return kernels_of(isa, weight).dot(n, w, x);
+}
+
+kernel_context::kernel_context(int n_threads, kernel_isa isa) : isa_(isa), n_threads_(std::max(1, n_threads)) {}
+
+kernel_context::~kernel_context() = default;
+
+std::byte* kernel_context::scratch(size_t n_bytes) {
+    if (scratch_.size() < n_bytes) scratch_.resize(n_bytes);
+    return scratch_.data();
+}
+
+void kernel_context::run_parallel(int64_t n, int64_t grain, void (*body)(const void*, int64_t, int64_t),
+                                  const void* fn) {
+    // One contiguous part per thread, so each thread streams its own rows of
+    // the weights.
+    if (!team_) team_ = std::make_unique<thread_team>(n_threads_);
+    team_->run(n, grain, body, fn);
+}
+
+bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols) {
+    const bool is_float = weight == tensor_type::f32 || weight == tensor_type::f16 || weight == tensor_type::bf16;
+    return is_float && n_rows >= panel_rows && n_cols > 0 && n_cols % 16 == 0 && default_isa() >= kernel_isa::avx512;
+}
+
+weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols) {
+    weight_panels p;
+    if (!panels_pay(weight, n_rows, n_cols)) return p;
+    const size_t elem = weight == tensor_type::f32 ? 4 : 2;
+    const int64_t n_groups = n_rows / panel_rows;
+    const size_t bytes = static_cast<size_t>(n_groups * n_cols * panel_rows) * elem;
+    p.storage.resize(bytes + 64);
+    std::byte* dst = p.storage.data() + (64 - reinterpret_cast<uintptr_t>(p.storage.data()) % 64) % 64;
+    // dst[g][k][i] = W[g * 32 + i][k]
+    const auto pack = [&](auto* out, const auto* in) {
+        for (int64_t g = 0; g < n_groups; ++g)
+            for (int64_t i = 0; i < panel_rows; ++i) {
+                const auto* row = in + (g * panel_rows + i) * n_cols;
+                auto* group = out + g * n_cols * panel_rows + i;
+                for (int64_t k = 0; k < n_cols; ++k) group[k * panel_rows] = row[k];
+            }
+    };
+    if (elem == 4) pack(reinterpret_cast<float*>(dst), static_cast<const float*>(w));
+    else pack(reinterpret_cast<uint16_t*>(dst), static_cast<const uint16_t*>(w));
+    p.data = dst;
+    return p;
+}
+
+void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols,
+            const float* x, int64_t n_tokens, float* y, const std::byte* panels) {
+    TACHYON_ASSERT(has_kernels(weight), "matmul: no kernels for this weight type");
+    TACHYON_ASSERT(n_rows >= 0 && n_cols >= 0 && n_tokens >= 0, "matmul: negative shape");
+    TACHYON_ASSERT(n_cols % traits_of(weight).block_size == 0, "matmul: row length not a multiple of the block size");
+    if (n_rows == 0 || n_tokens == 0) return;
+    const auto& k = kernels_of(ctx.isa(), weight);
+
+    detail::gemm_args a{};
+    a.w = static_cast<const std::byte*>(w);
+    a.w_row_bytes = row_size(weight, n_cols);
+    a.n_cols = n_cols;
+    a.n_tokens = n_tokens;
+    a.y = y;
+    a.ldy = n_rows;
+    if (k.quantize == nullptr) {
+        a.x = reinterpret_cast<const std::byte*>(x);
+        a.x_row_bytes = static_cast<size_t>(n_cols) * sizeof(float);
+    } else {
+        a.x_row_bytes = row_size(activation_type(weight), n_cols);
+        std::byte* xq = ctx.scratch(a.x_row_bytes * static_cast<size_t>(n_tokens));  // [n_tokens, x_row_bytes]
+        for (int64_t t = 0; t < n_tokens; ++t) k.quantize(x + t * n_cols, xq + t * a.x_row_bytes, n_cols);
+        a.x = xq;
+    }
+
+    if (ctx.isa() >= kernel_isa::avx512) a.panels = panels;
+    // With panels, threads take whole groups of 32 rows: a row's sum then
+    // comes from the same kernel however many threads run.
+    const int64_t unit = a.panels != nullptr ? panel_rows : rows_per_unit;
+    const int64_t n_units = (n_rows + unit - 1) / unit;
+    const int64_t macs = n_rows * n_cols * n_tokens;
+    const int64_t grain = macs < min_parallel_macs ? n_units : 1;
+    ctx.parallel_for(n_units, grain, [&](int64_t u0, int64_t u1) {
+        k.gemm(a, u0 * unit, std::min(n_rows, u1 * unit));
+    });
+}
+
+}  // namespace tachyon

@@ -1,0 +1,146 @@
+// Dot products and matrix multiplication over every weight type tachyon
+// loads, with a portable reference path, an AVX2/FMA/F16C path and an
+// AVX-VNNI path (AVX2 plus 256-bit dpbusd for q8_0 / q4_0) chosen at run time
+// (the binary itself stays plain x86-64). The avx512 level adds AVX-512
+// versions where they pay (attention); elsewhere it runs the AVX-VNNI ones.
+// The amx level multiplies q8_0 / q4_0 batches of 32 tokens and more on AMX
+// tiles (prompt processing), and runs the AVX-512 kernels otherwise.
+//
+// Weights are used in place in their GGUF encoding. Activations are f32 for
+// f32/f16/bf16 weights and are quantized once per matmul call for the
+// quantized types (q8_0 for q8_0 and q4_0 weights, q8_k for q4_k and q6_k),
+// so the inner loops multiply integers and apply the block scales once per
+// block.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "inference/gguf/tensor_type.h"
+
+namespace tachyon {
+
+class thread_team;
+
+// Ordered: each set includes the one before (avx_vnni runs the avx2 kernels
+// wherever it has none of its own, avx512 the avx_vnni ones).
+enum class kernel_isa { scalar, avx2, avx_vnni, avx512, amx };
+
+std::string_view to_string(kernel_isa isa);
+
+// True when the CPU has AVX2, FMA and F16C (and the OS saves ymm state).
+bool cpu_has_avx2();
+// True when the CPU also has AVX-VNNI (the VEX-encoded 256-bit dpbusd).
+bool cpu_has_avx_vnni();
+// True when the CPU also has AVX-512 F, BW, DQ, VL and VNNI (and the OS saves zmm state).
+bool cpu_has_avx512();
+// True when the CPU also has AMX-TILE and AMX-INT8 and the OS grants this
+// process the tile state (asked for once, on the first call).
+bool cpu_has_amx();
+// True when the CPU also has AMX-BF16 and AVX512-BF16 (attention on tiles).
+bool cpu_has_amx_bf16();
+
+// The kernels to use given the value of TACHYON_KERNELS (nullptr when unset)
+// and the CPU: "scalar" forces the reference kernels, "avx2" the AVX2 ones
+// without VNNI, "avx_vnni" no AVX-512, "avx512" no AMX; unset, empty or
+// "auto" pick the best the CPU has. A set the CPU lacks, or an unknown value,
+// falls back to auto.
+kernel_isa select_isa(const char* env_value, bool has_avx2, bool has_avx_vnni = false, bool has_avx512 = false,
+                      bool has_amx = false);
+
+// select_isa(getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni(),
+// cpu_has_avx512(), cpu_has_amx()), decided once.
+kernel_isa default_isa();
+
+// True for the weight types matmul and vec_dot handle: f32, f16, bf16,
+// q8_0, q4_0, q4_k, q6_k.
+bool has_kernels(tensor_type weight);
+
+// Format the activations of a dot product with `weight` rows are converted
+// to: f32, q8_0 or q8_k.
+tensor_type activation_type(tensor_type weight);
+
+// Converts n activations to activation_type(weight); dst holds
+// row_size(activation_type(weight), n) bytes.
+void quantize_activations(kernel_isa isa, tensor_type weight, const float* x, void* dst, int64_t n);
+
+// sum_k w[k] * x[k] over n elements: `w` one row of `weight`, `x` one row
+// already in activation_type(weight). n must be a multiple of the block size.
+float vec_dot(kernel_isa isa, tensor_type weight, int64_t n, const void* w, const void* x);
+
+// What a matmul runs with: the kernel set, the threads, and a scratch buffer
+// for quantized activations that grows to the largest batch seen (the cost of
+// an allocation is paid once, not per call). One context per engine thread;
+// not thread-safe.
+class kernel_context {
+public:
+    // n_threads <= 1 runs every matmul on the calling thread.
+    explicit kernel_context(int n_threads = 1, kernel_isa isa = default_isa());
+    ~kernel_context();
+    kernel_context(const kernel_context&) = delete;
+    kernel_context& operator=(const kernel_context&) = delete;
+
+    kernel_isa isa() const { return isa_; }
+    int n_threads() const { return n_threads_; }
+
+    // Runs fn(begin, end) over [0, n) split into contiguous parts of at least
+    // `grain`, on this context's threads; serially when n_threads <= 1 or the
+    // range is a single grain.
+    template <class Fn>
+    void parallel_for(int64_t n, int64_t grain, const Fn& fn);
+
+    std::byte* scratch(size_t n_bytes);
+
+private:
+    void run_parallel(int64_t n, int64_t grain, void (*body)(const void*, int64_t, int64_t), const void* fn);
+
+    kernel_isa isa_;
+    int n_threads_;
+    std::unique_ptr<thread_team> team_;  // n_threads, made on first use
+    std::vector<std::byte> scratch_;
+};
+
+// y[t, r] = sum_k W[r, k] * x[t, k].
+//   w: [n_rows, n_cols] of `weight` (GGUF order: ne0 = n_cols)
+//   x: [n_tokens, n_cols] f32
+//   y: [n_tokens, n_rows] f32
+// Activations are converted once per call; several tokens share each loaded
+// weight block; rows are split over the context's threads when the product
+// is large enough to pay for the fan-out.
+//   panels: the same weights packed by pack_panels (or nullptr); kernel sets
+//   that have no use for them ignore them.
+void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols,
+            const float* x, int64_t n_tokens, float* y, const std::byte* panels = nullptr);
+
+// Float weights (f32, f16, bf16) laid out again for the AVX-512 kernels:
+// every whole group of 32 rows column by column, [n_rows / 32][n_cols][32]
+// in the weight's own element type. A matmul of a few tokens then loads a
+// column of 32 rows at once and multiplies broadcast activations into 32
+// row sums: no transpose per call and no horizontal sums, which cost short
+// rows as much as their multiply-adds. Rows past the last whole group have
+// no panel and take the row kernels. The panels are a copy: the weights
+// stay in place for the other kernels and for lookups.
+struct weight_panels {
+    std::vector<std::byte> storage;
+    const std::byte* data = nullptr;  // 64-byte aligned inside storage; nullptr when nothing was packed
+    size_t size_bytes() const { return storage.size(); }
+};
+// True when this CPU's kernels would use panels of this weight: AVX-512,
+// a float type, rows a multiple of 16 long, at least 32 rows.
+bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols);
+// The panels of w (empty unless panels_pay).
+weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols);
+
+template <class Fn>
+void kernel_context::parallel_for(int64_t n, int64_t grain, const Fn& fn) {
+    if (n_threads_ <= 1 || n <= grain) {
+        fn(int64_t{0}, n);
+        return;
+    }
+    run_parallel(n, grain, [](const void* f, int64_t b, int64_t e) { (*static_cast<const Fn*>(f))(b, e); }, &fn);
+}
+
+}  // namespace tachyon

@@ -1,0 +1,584 @@
+// The float-weight (f32, f16, bf16) matmul again with AVX-512: sixteen
+// columns per register, and tiles of 4 weight rows x 4 tokens whose sixteen
+// accumulators stay in registers (AVX2 has room for 4 x 2), and the q8_0 /
+// q4_0 tile with two blocks per register and 512-bit dpbusd (AVX-512 VNNI;
+// q4_0 decode packs four blocks per register). Every function carries
+// its own target attribute so the file builds for plain x86-64; kernels.cpp
+// only calls in here after checking the CPU (default_isa).
+
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge
+// operand, which -Wuninitialized reports once inlined (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <vector>
+#include <type_traits>
+
+#include "inference/gguf/fp16.h"
+#include "inference/kernels/kernels_internal.h"
+#include "inference/kernels/kernels_transpose16.h"
+#include "inference/gguf/quant.h"
+
+#define TACHYON_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2,fma,f16c,avxvnni")))
+#define TACHYON_TILE_TARGET TACHYON_AVX512
+#define TACHYON_TILE_VNNI 1
+#include "inference/kernels/kernels_q8_tile.h"
+
+namespace tachyon::detail {
+namespace {
+
+// Sum of the 16 lanes (GCC 12's _mm512_reduce_add_ps warns of an undefined operand).
+TACHYON_AVX512 inline float hsum512(__m512 v) {
+    __m512 t = _mm512_add_ps(v, _mm512_shuffle_f32x4(v, v, 0x4e));  // halves
+    t = _mm512_add_ps(t, _mm512_shuffle_f32x4(t, t, 0xb1));          // quarters
+    __m128 s = _mm512_castps512_ps128(t);
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// Four vectors to one whose 128-bit quarter q holds 4 partial sums of v[q].
+TACHYON_AVX512 inline __m512 quarters_of(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
+    // halves: [v0 lo+hi | v1 lo+hi], [v2 lo+hi | v3 lo+hi]
+    const __m512 a = _mm512_add_ps(_mm512_shuffle_f32x4(v0, v1, 0x44), _mm512_shuffle_f32x4(v0, v1, 0xee));
+    const __m512 b = _mm512_add_ps(_mm512_shuffle_f32x4(v2, v3, 0x44), _mm512_shuffle_f32x4(v2, v3, 0xee));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x88), _mm512_shuffle_f32x4(a, b, 0xdd));
+}
+
+// The 16 sums of a 4 x 4 tile of accumulators acc[i][j] (row i, token j),
+// token j's four rows as quarter j: a transpose-and-add tree (about 50
+// instructions) instead of 16 separate horizontal sums (about 130).
+TACHYON_AVX512 inline __m512 tile_sums(const __m512 (&acc)[4][4]) {
+    // q_i: quarter j = 4 partial sums of acc[i][j]
+    const __m512 q0 = quarters_of(acc[0][0], acc[0][1], acc[0][2], acc[0][3]);
+    const __m512 q1 = quarters_of(acc[1][0], acc[1][1], acc[1][2], acc[1][3]);
+    const __m512 q2 = quarters_of(acc[2][0], acc[2][1], acc[2][2], acc[2][3]);
+    const __m512 q3 = quarters_of(acc[3][0], acc[3][1], acc[3][2], acc[3][3]);
+    // within each quarter: [p0 p1 p2 p3] of rows 0,1 -> [r0: p0+p2, r1: p0+p2, r0: p1+p3, r1: p1+p3]
+    const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(q0, q1), _mm512_unpackhi_ps(q0, q1));
+    const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(q2, q3), _mm512_unpackhi_ps(q2, q3));
+    return _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+// Writes the 16 sums of a 4 x 4 tile (rows r.., tokens t..) to y.
+TACHYON_AVX512 inline void store_tile_sums(const __m512 (&acc)[4][4], const gemm_args& a, int64_t r, int64_t t) {
+    const __m512 s = tile_sums(acc);
+    _mm_storeu_ps(a.y + (t + 0) * a.ldy + r, _mm512_castps512_ps128(s));
+    _mm_storeu_ps(a.y + (t + 1) * a.ldy + r, _mm512_extractf32x4_ps(s, 1));
+    _mm_storeu_ps(a.y + (t + 2) * a.ldy + r, _mm512_extractf32x4_ps(s, 2));
+    _mm_storeu_ps(a.y + (t + 3) * a.ldy + r, _mm512_extractf32x4_ps(s, 3));
+}
+
+struct load16_f32 {
+    using elem = float;
+    TACHYON_AVX512 static __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+    static float one(const float* p) { return *p; }
+};
+
+struct load16_f16 {
+    using elem = uint16_t;
+    TACHYON_AVX512 static __m512 load16(const uint16_t* p) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    }
+    static float one(const uint16_t* p) { return fp16_to_fp32(*p); }
+};
+
+struct load16_bf16 {
+    using elem = uint16_t;
+    TACHYON_AVX512 static __m512 load16(const uint16_t* p) {
+        const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+    }
+    static float one(const uint16_t* p) { return bf16_to_fp32(*p); }
+};
+
+template <class L>
+struct float_tile512 {
+    static constexpr int rn = 4;
+    // f32 weights: panels of activations sized for L2, so the weights stream
+    // once per 1 MiB of tokens (measured on a 40M F32 model, prompt of 512:
+    // 1.17x over L1-sized panels; f16 weights are faster with L1 panels).
+    static constexpr int64_t panel_bytes = sizeof(typename L::elem) == 4 ? int64_t{1} << 20 : int64_t{32} << 10;
+
+    template <int RM, int RN>
+    TACHYON_AVX512 static void run(const gemm_args& a, int64_t r, int64_t t) {
+        using elem = typename L::elem;
+        const elem* w[RM];
+        const float* x[RN];
+        for (int i = 0; i < RM; ++i) w[i] = reinterpret_cast<const elem*>(a.w + (r + i) * a.w_row_bytes);
+        for (int j = 0; j < RN; ++j) x[j] = reinterpret_cast<const float*>(a.x + (t + j) * a.x_row_bytes);
+        __m512 acc[RM][RN];
+#pragma GCC unroll 16
+        for (int i = 0; i < RM; ++i)
+#pragma GCC unroll 16
+            for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_setzero_ps();
+        const int64_t n = a.n_cols;
+        const bool stream = a.n_tokens <= max_stream_tokens;
+        int64_t k = 0;
+        for (; k + 16 <= n; k += 16) {
+            __m512 xv[RN];
+#pragma GCC unroll 16
+            for (int j = 0; j < RN; ++j) xv[j] = _mm512_loadu_ps(x[j] + k);
+#pragma GCC unroll 16
+            for (int i = 0; i < RM; ++i) {
+                if (stream && ((k * static_cast<int64_t>(sizeof(elem))) & 63) == 0) prefetch_l2(w[i] + k, float_prefetch_bytes);
+                const __m512 wv = L::load16(w[i] + k);
+#pragma GCC unroll 16
+                for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
+            }
+        }
+        if constexpr (RM == 4 && RN == 4) {
+            if (k == n) {
+                store_tile_sums(acc, a, r, t);
+                return;
+            }
+        }
+        for (int i = 0; i < RM; ++i) {
+            for (int j = 0; j < RN; ++j) {
+                float s = hsum512(acc[i][j]);
+                for (int64_t kk = k; kk < n; ++kk) s += L::one(w[i] + kk) * x[j][kk];
+                a.y[(t + j) * a.ldy + r + i] = s;
+            }
+        }
+    }
+};
+
+// Many tokens against short rows, the other way round: 32 weight rows are
+// converted and transposed once into a buffer, [n_cols][32] (16 KiB for
+// rows of 128), and then each column k of them is two registers that a
+// token's x[k] scales into 32 row sums at once; 8 tokens share each column
+// load. No horizontal sums and no conversion per use, which with rows of 128
+// cost the 4 x 4 tile about as much as its multiply-adds.
+template <class L>
+struct rows_by_broadcast {
+    static constexpr int rm = 32, nt = 8;
+    static constexpr int64_t min_tokens_convert = 16;
+    static constexpr int64_t panel_bytes = int64_t{1} << 20;
+
+    // Rows r.. r + 31 as columns: wt[k * 32 + i] = W[r + i, k].
+    TACHYON_AVX512 static void transpose_rows(const gemm_args& a, int64_t r, float* wt) {
+        using elem = typename L::elem;
+        for (int h = 0; h < rm; h += 16) {
+            for (int64_t k0 = 0; k0 < a.n_cols; k0 += 16) {
+                __m512 m[16];
+#pragma GCC unroll 16
+                for (int i = 0; i < 16; ++i) {
+                    const elem* row = reinterpret_cast<const elem*>(a.w + (r + h + i) * a.w_row_bytes) + k0;
+                    // the same place of the next tile's rows, so that it is in L2 when its turn comes
+                    if (((k0 * static_cast<int64_t>(sizeof(elem))) & 63) == 0) prefetch_l2(row, rm * static_cast<int64_t>(a.w_row_bytes));
+                    m[i] = L::load16(row);
+                }
+                transpose16(m);
+#pragma GCC unroll 16
+                for (int c = 0; c < 16; ++c) _mm512_store_ps(wt + (k0 + c) * rm + h, m[c]);
+            }
+        }
+    }
+
+    // Tokens t.. t + NT - 1 against the 32 rows whose columns are at wt
+    // (wt[k * 32 + i] = W[r + i, k], elements that P converts).
+    // Fewer than 4 tokens split the columns over KS sets of sums, so that
+    // at least 8 multiply-add chains are in flight (n_cols is a multiple
+    // of 16).
+    template <int NT, class P>
+    TACHYON_AVX512 static void tokens(const gemm_args& a, const typename P::elem* wt, int64_t r, int64_t t) {
+        constexpr int KS = NT >= 4 ? 1 : 4 / NT;
+        const float* x[NT];
+        for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const float*>(a.x + (t + j) * a.x_row_bytes);
+        __m512 lo[KS][NT], hi[KS][NT];
+#pragma GCC unroll 16
+        for (int s = 0; s < KS; ++s)
+#pragma GCC unroll 16
+            for (int j = 0; j < NT; ++j) lo[s][j] = hi[s][j] = _mm512_setzero_ps();
+        for (int64_t k = 0; k < a.n_cols; k += KS) {
+#pragma GCC unroll 4
+            for (int s = 0; s < KS; ++s) {
+                const __m512 w0 = P::load16(wt + (k + s) * rm), w1 = P::load16(wt + (k + s) * rm + 16);
+#pragma GCC unroll 16
+                for (int j = 0; j < NT; ++j) {
+                    const __m512 xk = _mm512_set1_ps(x[j][k + s]);
+                    lo[s][j] = _mm512_fmadd_ps(xk, w0, lo[s][j]);
+                    hi[s][j] = _mm512_fmadd_ps(xk, w1, hi[s][j]);
+                }
+            }
+        }
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; ++j) {
+#pragma GCC unroll 4
+            for (int s = 1; s < KS; ++s) {
+                lo[0][j] = _mm512_add_ps(lo[0][j], lo[s][j]);
+                hi[0][j] = _mm512_add_ps(hi[0][j], hi[s][j]);
+            }
+            _mm512_storeu_ps(a.y + (t + j) * a.ldy + r, lo[0][j]);
+            _mm512_storeu_ps(a.y + (t + j) * a.ldy + r + 16, hi[0][j]);
+        }
+    }
+
+    // Tokens [t0, t1) against the 32 rows at wt.
+    template <class P>
+    TACHYON_AVX512 static void all_tokens(const gemm_args& a, const typename P::elem* wt, int64_t r, int64_t t0, int64_t t1) {
+        int64_t t = t0;
+        for (; t + nt <= t1; t += nt) tokens<nt, P>(a, wt, r, t);
+        switch (t1 - t) {
+            case 1: tokens<1, P>(a, wt, r, t); break;
+            case 2: tokens<2, P>(a, wt, r, t); break;
+            case 3: tokens<3, P>(a, wt, r, t); break;
+            case 4: tokens<4, P>(a, wt, r, t); break;
+            case 5: tokens<5, P>(a, wt, r, t); break;
+            case 6: tokens<6, P>(a, wt, r, t); break;
+            case 7: tokens<7, P>(a, wt, r, t); break;
+            default: break;
+        }
+    }
+
+    // Rows [r0, r_end) in tiles of 32 against every token, each tile's
+    // columns first put as f32 into an L1/L2 buffer by fill(r, wt). Tokens
+    // go in panels whose activations stay in L2 while every row tile passes
+    // (each tile is filled again for each panel).
+    template <class Fill>
+    TACHYON_AVX512 static void through_buffer(const gemm_args& a, int64_t r0, int64_t r_end, const Fill& fill) {
+        thread_local std::vector<float> buffer;
+        buffer.resize(static_cast<size_t>(a.n_cols * rm + 16));
+        // 64-byte aligned within the buffer: every column load is one line
+        float* wt = buffer.data() + (16 - reinterpret_cast<uintptr_t>(buffer.data()) / sizeof(float) % 16) % 16;
+        const int64_t panel = std::max<int64_t>(nt, panel_bytes / static_cast<int64_t>(a.x_row_bytes) / nt * nt);
+        for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
+            const int64_t t1 = std::min(a.n_tokens, t0 + panel);
+            for (int64_t r = r0; r < r_end; r += rm) {
+                fill(r, wt);
+                all_tokens<load16_f32>(a, wt, r, t0, t1);
+            }
+        }
+    }
+
+    // Rows [r0, r1) in tiles of 32 against every token, transposed into the
+    // buffer; returns where the whole tiles end.
+    TACHYON_AVX512 static int64_t run(const gemm_args& a, int64_t r0, int64_t r1) {
+        const int64_t r_end = r0 + (r1 - r0) / rm * rm;
+        through_buffer(a, r0, r_end, [&](int64_t r, float* wt) TACHYON_AVX512 { transpose_rows(a, r, wt); });
+        return r_end;
+    }
+
+    // The same from weights packed ahead (pack_panels): group g of 32 rows
+    // is at a.panels + g * n_cols * 32 elements; r0 is a multiple of 32. A
+    // few tokens read the panels as they are. Many tokens convert a group
+    // to f32 first, once for all of them (with the conversion in the inner
+    // loop, f16 and bf16 measured 10 % slower).
+    TACHYON_AVX512 static int64_t run_packed(const gemm_args& a, int64_t r0, int64_t r1) {
+        using elem = typename L::elem;
+        const auto* panels = reinterpret_cast<const elem*>(a.panels);
+        const int64_t r_end = r0 + (r1 - r0) / rm * rm;
+        if (std::is_same_v<L, load16_f32> || a.n_tokens < min_tokens_convert) {
+            for (int64_t r = r0; r < r_end; r += rm) all_tokens<L>(a, panels + r * a.n_cols, r, 0, a.n_tokens);
+            return r_end;
+        }
+        through_buffer(a, r0, r_end, [&](int64_t r, float* wt) TACHYON_AVX512 {
+            const elem* p = panels + r * a.n_cols;
+            for (int64_t i = 0; i < a.n_cols * rm; i += 16) _mm512_store_ps(wt + i, L::load16(p + i));
+        });
+        return r_end;
+    }
+};
+
+// Batches of at least this many tokens, over rows of at most this many
+// columns (a buffer of up to 512 KiB, in L2), take rows_by_broadcast.
+// Measured one thread, f16 unless said, 64 tokens: rows of 128 1.9x the
+// 4 x 4 tile (f32 1.7x), of 512 1.4x, of 1408 1.3x (f32 1.5x), of 4096
+// 1.65x; prompts of 512 on the 40M models: f16 1.3x, f32 1.4-1.5x. Batches
+// of 16 and fewer are decode, whose weights stream from memory once per
+// step: there the 4 x 4 tile, which prefetches, measured 1.1-1.6x faster.
+constexpr int64_t max_cols_broadcast = 4096;
+constexpr int64_t min_tokens_broadcast = 32;
+
+// One token against rows shorter than this runs the AVX2 tile: a 16-wide
+// loop of a few steps does not pay for its wider horizontal sums (measured
+// on a model with 128-wide rows: decode 6 % slower). Several tokens take
+// the 4 x 4 tile whatever the width: each weight vector loaded and
+// converted serves 4 tokens instead of 2.
+constexpr int64_t min_cols_512 = 256;
+
+// Weights packed ahead (pack_panels) take rows_by_broadcast from this many
+// tokens: with no transpose to pay for, it beats the 4 x 4 tile's
+// horizontal sums from two tokens on.
+constexpr int64_t min_tokens_packed = 1;
+
+template <class L, tensor_type T>
+void gemm_by_width(const gemm_args& a, int64_t r0, int64_t r1) {
+    if (a.panels != nullptr && a.n_tokens >= min_tokens_packed && r0 % rows_by_broadcast<L>::rm == 0)
+        r0 = rows_by_broadcast<L>::run_packed(a, r0, r1);
+    else if (a.n_tokens >= min_tokens_broadcast && a.n_cols <= max_cols_broadcast && a.n_cols % 16 == 0)
+        r0 = rows_by_broadcast<L>::run(a, r0, r1);
+    if (r0 >= r1) return;
+    if (a.n_cols < min_cols_512 && a.n_tokens < 4) return avx2_kernels(T)->gemm(a, r0, r1);
+    gemm<float_tile512<L>>(a, r0, r1);
+}
+
+// ---- q8_0 / q4_0 weights, two blocks per 512-bit register -------------------
+
+// Two fp16 block scales as [d0 x 8, d1 x 8].
+TACHYON_AVX512 inline __m512 scale_pair(uint16_t d0, uint16_t d1) {
+    const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<short>(d0))),
+                                              _mm_set1_epi16(static_cast<short>(d1)), 1);
+    return _mm512_cvtph_ps(h);
+}
+
+TACHYON_AVX512 inline __m512i pair_of(__m256i lo, __m256i hi) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+// The q8 tile again with 512-bit dpbusd: blocks b and b + 1 share a
+// register (lanes 0-7 and 8-15), so a pair of (weight, activation) blocks
+// costs one dpbusd, one conversion, one scale product and one FMA for 64
+// multiply-adds. An odd last block runs with an empty upper half.
+template <class U>
+struct q8_tile512 {
+    static constexpr int rn = 4;
+
+    template <int RM, int RN>
+    TACHYON_AVX512 static void run(const gemm_args& a, int64_t r, int64_t t) {
+        using block = typename U::block;
+        constexpr int off = U::offset;
+        constexpr int bias = off == 0 ? 128 : off;  // weights read as unsigned bytes w + bias
+        const block* w[RM];
+        const block_q8_0* x[RN];
+        for (int i = 0; i < RM; ++i) w[i] = reinterpret_cast<const block*>(a.w + (r + i) * a.w_row_bytes);
+        for (int j = 0; j < RN; ++j) x[j] = reinterpret_cast<const block_q8_0*>(a.x + (t + j) * a.x_row_bytes);
+        __m512 acc[RM][RN];
+#pragma GCC unroll 16
+        for (int i = 0; i < RM; ++i)
+#pragma GCC unroll 16
+            for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_setzero_ps();
+        const __m512i biases = _mm512_set1_epi8(static_cast<char>(bias));
+        const int64_t nb = a.n_cols / qk_32;
+        for (int64_t b = 0; b < nb; b += 2) {
+            const bool two = b + 1 < nb;
+            __m512i xq[RN], x_off[RN];
+            __m512 dx[RN];
+#pragma GCC unroll 16
+            for (int j = 0; j < RN; ++j) {
+                const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j][b].qs));
+                const __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j][b + 1].qs)) : _mm256_setzero_si256();
+                xq[j] = pair_of(lo, hi);
+                // -bias * (sum of each group of 4 x): every pair's sum starts there
+                x_off[j] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), biases, xq[j]));
+                dx[j] = scale_pair(x[j][b].d, two ? x[j][b + 1].d : uint16_t{0});
+            }
+#pragma GCC unroll 16
+            for (int i = 0; i < RM; ++i) {
+                const __m256i lo = U::quants(w[i][b]);
+                const __m256i hi = two ? U::quants(w[i][b + 1]) : _mm256_setzero_si256();
+                __m512i wq = pair_of(lo, hi);
+                if constexpr (off == 0) wq = _mm512_xor_si512(wq, _mm512_set1_epi8(static_cast<char>(0x80)));
+                const __m512 dw = scale_pair(w[i][b].d, two ? w[i][b + 1].d : uint16_t{0});
+#pragma GCC unroll 16
+                for (int j = 0; j < RN; ++j) {
+                    const __m512 p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(x_off[j], wq, xq[j]));
+                    acc[i][j] = _mm512_fmadd_ps(p, _mm512_mul_ps(dw, dx[j]), acc[i][j]);
+                }
+            }
+        }
+        if constexpr (RM == 4 && RN == 4) {
+            store_tile_sums(acc, a, r, t);
+        } else {
+#pragma GCC unroll 16
+            for (int i = 0; i < RM; ++i)
+#pragma GCC unroll 16
+                for (int j = 0; j < RN; ++j) a.y[(t + j) * a.ldy + r + i] = hsum512(acc[i][j]);
+        }
+    }
+};
+
+// Decode (a token or three): pairs of blocks as in q8_tile512, with the
+// scale products dw * dx of 32 blocks at a time computed up front (the fp16
+// scales of 16 blocks fetched by one gather and converted together), so a
+// pair costs one dpbusd, one conversion, one broadcast of two products and
+// one FMA per (row, token), besides loading and unpacking the row's quants.
+template <class U>
+struct q8_decode512 {
+    static constexpr int rn = 4;
+    static constexpr int chunk = 32;  // blocks per batch of scale products
+
+    // The 16 fp16 block scales from `first` on (every `step` bytes) as
+    // floats; lanes `m` leaves out are 0.
+    TACHYON_AVX512 static __m512 scales16(const std::byte* first, __m512i step, __mmask16 m) {
+        const __m512i d = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, step, first, 1);
+        return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d));
+    }
+
+    // Blocks b and b + 1 (zero when absent) of a weight row as unsigned bytes.
+    TACHYON_AVX512 static __m512i weight_pair(const std::byte* row, int64_t b, bool two) {
+        using block = typename U::block;
+        const auto* blocks = reinterpret_cast<const block*>(row);
+        if constexpr (U::offset == 0) {
+            const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[b].qs));
+            const __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[b + 1].qs)) : _mm256_setzero_si256();
+            return _mm512_xor_si512(pair_of(lo, hi), _mm512_set1_epi8(static_cast<char>(0x80)));
+        } else {
+            // [qs(b) | qs(b) | qs(b+1) | qs(b+1)] -> low nibbles, high nibbles, low, high
+            const __m256i lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks[b].qs)));
+            const __m256i hi = two ? _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks[b + 1].qs)))
+                                   : _mm256_set1_epi8(static_cast<char>(U::offset | (U::offset << 4)));
+            const __m512i q = _mm512_srlv_epi64(pair_of(lo, hi), _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
+            return _mm512_and_si512(q, _mm512_set1_epi8(0x0f));
+        }
+    }
+
+    // q4_0 only: the chunk's blocks [c0, c0 + n_c) four at a time, one
+    // register of quants per four blocks of a row instead of two. The four
+    // blocks' 16-byte quants come out of two loads and one dword permute
+    // (they sit 2 bytes into every other 4-byte group of the 72-byte run);
+    // low nibbles and high nibbles take two dpbusd against the activations
+    // rearranged to match, once per (row tile, chunk). Returns the blocks
+    // done; the rest (fewer than 4) take the pairs.
+    template <int RM, int RN>
+    TACHYON_AVX512 static int64_t quads(const std::byte* const (&w)[RM], const std::byte* const (&x)[RN], int64_t c0, int64_t n_c,
+                                        const float (&prod)[RM][RN][chunk], __m512 (&acc)[RM][RN]) {
+        static_assert(std::is_same_v<typename U::block, block_q4_0>);
+        constexpr int64_t n_quads_max = chunk / 4;
+        const int64_t n_quads = n_c / 4;
+        // Per token and quad: the low-nibble activations (elements 0-15 of
+        // each block), the high-nibble ones (16-31), and -8 * their sums
+        // per 4-byte group, where every block's integer dot starts.
+        __m512i x_lo[RN][n_quads_max], x_hi[RN][n_quads_max], x_off[RN][n_quads_max];
+        const __m512i eights = _mm512_set1_epi8(8);
+        for (int j = 0; j < RN; ++j) {
+            const auto* xb = reinterpret_cast<const block_q8_0*>(x[j]) + c0;
+            for (int64_t q = 0; q < n_quads; ++q) {
+                const block_q8_0* xq = xb + 4 * q;
+                const __m512i a01 = pair_of(unpack_q8_0::quants(xq[0]), unpack_q8_0::quants(xq[1]));  // 128-bit lanes: 0 lo, 0 hi, 1 lo, 1 hi
+                const __m512i a23 = pair_of(unpack_q8_0::quants(xq[2]), unpack_q8_0::quants(xq[3]));
+                x_lo[j][q] = _mm512_shuffle_i32x4(a01, a23, _MM_SHUFFLE(2, 0, 2, 0));
+                x_hi[j][q] = _mm512_shuffle_i32x4(a01, a23, _MM_SHUFFLE(3, 1, 3, 1));
+                const __m512i sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), eights, x_lo[j][q]), eights, x_hi[j][q]);
+                x_off[j][q] = _mm512_sub_epi32(_mm512_setzero_si512(), sums);
+            }
+        }
+        // Block k of a quad: quants at byte 18k + 2. Loaded from byte 2,
+        // blocks 0 and 2 are dwords 0-3 and 9-12; from byte 8, blocks 1 and 3
+        // are dwords 3-6 and 12-15 (indices 16+ pick the second register).
+        const __m512i pick = _mm512_set_epi32(31, 30, 29, 28, 12, 11, 10, 9, 22, 21, 20, 19, 3, 2, 1, 0);
+        const __m512i nibble = _mm512_set1_epi8(0x0f);
+        const __m512i spread = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+        for (int64_t q = 0; q < n_quads; ++q) {
+#pragma GCC unroll 16
+            for (int i = 0; i < RM; ++i) {
+                const std::byte* run = w[i] + (c0 + 4 * q) * sizeof(block_q4_0);
+                prefetch_l2(run, q4_prefetch_bytes);
+                const __m512i v0 = _mm512_loadu_si512(run + 2);
+                const __m512i v1 = _mm512_loadu_si512(run + 8);
+                const __m512i packed = _mm512_permutex2var_epi32(v0, pick, v1);
+                const __m512i lo = _mm512_and_si512(packed, nibble);
+                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+#pragma GCC unroll 16
+                for (int j = 0; j < RN; ++j) {
+                    const __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(x_off[j][q], lo, x_lo[j][q]), hi, x_hi[j][q]);
+                    // each block's dw * dx over its four lanes
+                    const __m512 s = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_load_ps(prod[i][j] + 4 * q)));
+                    acc[i][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s, acc[i][j]);
+                }
+            }
+        }
+        return 4 * n_quads;
+    }
+
+    template <int RM, int RN>
+    TACHYON_AVX512 static void run(const gemm_args& a, int64_t r, int64_t t) {
+        using block = typename U::block;
+        constexpr int bias = U::offset == 0 ? 128 : U::offset;  // weights read as unsigned bytes w + bias
+        const std::byte* w[RM];
+        const std::byte* x[RN];
+        for (int i = 0; i < RM; ++i) w[i] = a.w + (r + i) * a.w_row_bytes;
+        for (int j = 0; j < RN; ++j) x[j] = a.x + (t + j) * a.x_row_bytes;
+        __m512 acc[RM][RN];
+#pragma GCC unroll 16
+        for (int i = 0; i < RM; ++i)
+#pragma GCC unroll 16
+            for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_setzero_ps();
+        const __m512i lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+        const __m512i w_step = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(sizeof(block)));
+        const __m512i x_step = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(sizeof(block_q8_0)));
+        const __m512i biases = _mm512_set1_epi8(static_cast<char>(bias));
+        const int64_t nb = a.n_cols / qk_32;
+        alignas(64) float prod[RM][RN][chunk];  // dw * dx per block of the chunk, 0 past the row's end
+        for (int64_t c0 = 0; c0 < nb; c0 += chunk) {
+            const int64_t n_c = std::min<int64_t>(chunk, nb - c0);
+            for (int64_t h = 0; h < n_c; h += 16) {
+                const int64_t left = n_c - h;
+                const auto m = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
+                __m512 dx[RN];
+                for (int j = 0; j < RN; ++j) dx[j] = scales16(x[j] + (c0 + h) * sizeof(block_q8_0), x_step, m);
+                for (int i = 0; i < RM; ++i) {
+                    const __m512 dw = scales16(w[i] + (c0 + h) * sizeof(block), w_step, m);
+                    for (int j = 0; j < RN; ++j) _mm512_store_ps(prod[i][j] + h, _mm512_mul_ps(dw, dx[j]));
+                }
+            }
+            int64_t p = 0;
+            if constexpr (U::offset != 0) p = quads(w, x, c0, n_c, prod, acc);
+            for (; p < n_c; p += 2) {
+                const int64_t b = c0 + p;
+                const bool two = p + 1 < n_c;
+                __m512i xq[RN], x_off[RN];
+#pragma GCC unroll 16
+                for (int j = 0; j < RN; ++j) {
+                    const auto* xb = reinterpret_cast<const block_q8_0*>(x[j]);
+                    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[b].qs));
+                    const __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb[b + 1].qs)) : _mm256_setzero_si256();
+                    xq[j] = pair_of(lo, hi);
+                    x_off[j] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), biases, xq[j]));
+                }
+#pragma GCC unroll 16
+                for (int i = 0; i < RM; ++i) {
+                    if constexpr (U::offset == 0) prefetch_l2(w[i] + b * sizeof(block), q8_prefetch_bytes);
+                    const __m512i wq = weight_pair(w[i], b, two);
+#pragma GCC unroll 16
+                    for (int j = 0; j < RN; ++j) {
+                        // An absent second block has x = 0, so its product (0) is never used.
+                        const float* d = prod[i][j] + p;
+                        const __m512 s = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_broadcast_ss(d)),
+                                                            _mm256_broadcast_ss(two ? d + 1 : d), 1);
+                        const __m512 q = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(x_off[j], wq, xq[j]));
+                        acc[i][j] = _mm512_fmadd_ps(q, s, acc[i][j]);
+                    }
+                }
+            }
+        }
+#pragma GCC unroll 16
+        for (int i = 0; i < RM; ++i)
+#pragma GCC unroll 16
+            for (int j = 0; j < RN; ++j) a.y[(t + j) * a.ldy + r + i] = hsum512(acc[i][j]);
+    }
+};
+
+// Decode (up to 3 tokens) runs q8_decode512; from 4 tokens on, the 4 x 4
+// tiles of q8_tile512.
+template <class U, tensor_type T>
+void gemm_q8_by_tokens(const gemm_args& a, int64_t r0, int64_t r1) {
+    if (a.n_tokens < 4) return gemm<q8_decode512<U>>(a, r0, r1);
+    gemm<q8_tile512<U>>(a, r0, r1);
+}
+
+}  // namespace
+
+const type_kernels* avx512_kernels(tensor_type weight) {
+    static const type_kernels f32{gemm_by_width<load16_f32, tensor_type::f32>, dot<float_tile512<load16_f32>>, nullptr};
+    static const type_kernels f16{gemm_by_width<load16_f16, tensor_type::f16>, dot<float_tile512<load16_f16>>, nullptr};
+    static const type_kernels bf16{gemm_by_width<load16_bf16, tensor_type::bf16>, dot<float_tile512<load16_bf16>>, nullptr};
+    // Activations are quantized as under AVX2 (same q8_0 format).
+    static const type_kernels q8_0{gemm_q8_by_tokens<unpack_q8_0, tensor_type::q8_0>, avx_vnni_kernels(tensor_type::q8_0)->dot,
+                                   avx2_kernels(tensor_type::q8_0)->quantize};
+    static const type_kernels q4_0{gemm_q8_by_tokens<unpack_q4_0, tensor_type::q4_0>, avx_vnni_kernels(tensor_type::q4_0)->dot,
+                                   avx2_kernels(tensor_type::q4_0)->quantize};
+    switch (weight) {
+        case tensor_type::f32: return &f32;
+        case tensor_type::f16: return &f16;
+        case tensor_type::bf16: return &bf16;
+        case tensor_type::q8_0: return &q8_0;
+        case tensor_type::q4_0: return &q4_0;
+        default: return avx_vnni_kernels(weight);
+    }
+}
+
+}  // namespace tachyon::detail

@@ -1,0 +1,165 @@
+// One agent run's runner, private to runtime/: its state lives on the run's
+// strand. agent_run.cpp drives the turns (prompt, generation, constraints,
+// verification, journal); agent_calls.cpp runs its tool calls (dispatch,
+// timeouts, injected latency, speculative calls).
+#pragma once
+
+#include <atomic>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "runtime/agent/agent_run.h"
+#include "runtime/common/async_flag.h"
+#include "runtime/agent/call_predictor.h"
+#include "runtime/constrain/constraint.h"
+#include "runtime/journal/journal.h"
+#include "runtime/constrain/json_schema.h"
+#include "runtime/chat/tool_call_parser.h"
+
+namespace tachyon::agent_detail {
+
+namespace asio = boost::asio;
+using clock_type = std::chrono::steady_clock;
+
+// Identifier-like words of a text (service names, trace ids, line ids,
+// timestamps): the values grounded arguments may take.
+inline void collect_identifiers(std::string_view text, std::set<std::string>& out) {
+    for (auto& id : identifiers_in(text)) out.insert(std::move(id));
+}
+
+// One tool call in flight.
+struct call_slot {
+    run_tool_call rec;
+    std::unique_ptr<asio::steady_timer> latency;  // injected network latency before the work starts
+    std::shared_ptr<tools::tool> tool;
+    std::atomic<bool> cancel{false};
+    bool finished = false;
+    bool speculative = false;  // started from a prediction; not the model's until its call matches
+    asio::steady_timer timeout;
+    async_flag done;
+    std::string error;
+
+    call_slot(const asio::any_io_executor& ex) : timeout(ex), done(ex) {}
+};
+
+class runner : public std::enable_shared_from_this<runner> {
+public:
+    runner(run_environment env, run_request req, asio::any_io_executor ex)
+        : env_(std::move(env)), req_(std::move(req)), ex_(ex), deadline_(ex), watch_(ex), latency_rng_(req_.latency.seed) {}
+
+    asio::awaitable<run_outcome> run();
+
+private:
+    double now_ms() const { return std::chrono::duration<double, std::milli>(clock_type::now() - t0_).count(); }
+    bool stopping() const { return deadline_hit_ || (env_.cancel && env_.cancel->load()); }
+
+    status setup();
+    asio::awaitable<request_stats> generate(std::vector<int32_t> append, int max_tokens, run_turn& turn);
+    result<std::shared_ptr<turn_constraint>> make_constraint();
+    grounded_values grounding() const;
+    // Data the model reads (the task, tool results): what it names becomes
+    // groundable. Never the runtime's own words (validation errors, error
+    // turns): they quote what the model wrote.
+    void ground(const std::string& text) {
+        collect_identifiers(text, grounded_);
+        grounding_texts_.push_back(text);
+    }
+    void ground_check_text(const std::string& text, const std::string& answer);
+    // Journals `body` (written and handed to the OS), then reports it to the
+    // observer: a watcher never sees what the journal does not hold.
+    void record(journal::event_body body);
+    void record_rejected_call(int index, std::string name, std::string arguments, std::string error);
+    void on_token(int32_t token, run_turn& turn);
+    void handle_events();
+    std::shared_ptr<call_slot> make_call(int step, int index, const std::string& name, const std::string& arguments, bool early);
+    void start_call(const std::shared_ptr<call_slot>& slot);
+    void run_call(const std::shared_ptr<call_slot>& slot);
+    double sample_latency();
+    void finish_call(const std::shared_ptr<call_slot>& slot, bool ok, std::string text);
+    void record_call(const call_slot& slot);
+    void record_start(const call_slot& slot);
+    void start_speculative_calls(int step);
+    std::shared_ptr<call_slot> take_speculative(const std::string& name, const std::string& arguments_json, int index);
+    void discard_speculative();
+    asio::awaitable<void> await_calls(const std::vector<std::shared_ptr<call_slot>>& calls);
+    struct verdict {
+        bool ok = false;
+        std::string message;     // for the model: why the answer failed
+        std::string check_text;  // the failing check tool's own result (empty: the runtime's words)
+    };
+    asio::awaitable<verdict> verify(const std::string& answer);
+    result<std::vector<int32_t>> next_turn_tokens(const std::string& turn_text, int32_t end_token,
+                                                  const std::vector<chat_message>& new_messages, bool& rewound);
+    void journal_turn(const run_turn& t);
+    void finish(run_outcome& out, std::string state, std::string error = {});
+    void watch_cancel();
+    void stop_work();
+
+    run_environment env_;
+    run_request req_;
+    asio::any_io_executor ex_;
+    asio::steady_timer deadline_;
+    asio::steady_timer watch_;  // polls the external cancel flag (set from a signal handler or another thread)
+    bool deadline_hit_ = false;
+    bool done_ = false;
+    bool ended_ = false;  // run_end is written: nothing is recorded after it
+    int64_t n_events_ = 0;  // events recorded (their seq when the run keeps no journal)
+    int n_rejected_answers_ = 0;
+    std::vector<std::weak_ptr<call_slot>> live_calls_;
+    std::mt19937_64 latency_rng_;
+    clock_type::time_point t0_ = clock_type::now();
+    std::optional<journal::writer> journal_;
+
+    const agent_definition* agent_ = nullptr;
+    std::vector<std::shared_ptr<tools::tool>> tools_;
+    std::map<std::string, std::pair<std::shared_ptr<tools::tool>, std::shared_ptr<const json_schema>>> tool_by_name_;
+    std::vector<std::pair<std::shared_ptr<tools::tool>, const agent_verify_check*>> verify_tools_;
+    std::shared_ptr<const json_schema> output_schema_;
+    std::shared_ptr<turn_constraint> constraint_;  // the running turn's, used on the engine thread
+    std::set<std::string> grounded_;
+    std::vector<std::string> grounding_texts_;  // the texts grounded_ came from (for "x-grounded-with")
+
+    // Speculative tools: calls predicted for the turn being decoded, calls
+    // predicted for the turn after it (from the same results, so that a call
+    // whose arguments the previous results already hold overlaps the call
+    // the model makes in between), and what the predictions are made from:
+    // the previous turn's calls and results, and the turn's before that.
+    std::vector<std::shared_ptr<call_slot>> spec_slots_;
+    std::vector<std::shared_ptr<call_slot>> ahead_slots_;
+    std::string prev_kind_ = "<start>";
+    std::string prev_text_;  // what the previous turn read (task, tool results, verifier's words)
+    std::string back_kind_;  // the turn before the previous one ("" before there was one)
+    std::string back_text_;
+
+    session_id session_ = 0;
+    request_id current_request_ = 0;
+    std::vector<chat_message> messages_;
+    chat_render_options render_options_;  // the tools section, in every render
+    std::string rendered_;             // the conversation as rendered so far (ends with the assistant prompt)
+    std::vector<int32_t> all_tokens_;  // the tokens of rendered_ plus generated ones (for the no-kv_retain mode)
+    int n_prompt_tokens_ = 0;          // tokens of rendered_
+    int generated_total_ = 0;
+
+    // The turn being decoded.
+    std::optional<incremental_detokenizer> detok_;
+    tool_call_parser parser_;
+    std::vector<tool_call_event> events_;
+    std::string turn_text_;
+    int turn_step_ = 0;
+    int turn_calls_ = 0;
+    int turn_call_errors_ = 0;
+    std::vector<std::shared_ptr<call_slot>> turn_slots_;
+    std::vector<std::pair<int, std::string>> turn_errors_;  // call index → error text for the model
+    double turn_decode_end_ms_ = 0;
+
+    run_outcome out_;
+};
+
+}  // namespace tachyon::agent_detail

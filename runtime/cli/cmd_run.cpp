@@ -1,0 +1,157 @@
+// `tachyon run AGENT.json --task TEXT`: one agent run with live progress,
+// ending with the answer (verified when the agent has checks) and where the
+// time went.
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "runtime/agent/agent_service.h"
+#include "runtime/cli/cli.h"
+#include "runtime/common/json_util.h"
+#include "runtime/agent/run_report.h"
+#include "runtime/agent/tool_catalog.h"
+
+namespace tachyon {
+namespace {
+
+// Plain progress lines on stderr (a terminal gets the same lines; they are
+// short enough to read live).
+class progress_printer : public run_observer {
+public:
+    void on_turn_start(int step) override { std::fprintf(stderr, "step %d: model turn\n", step); }
+    void on_turn_end(const run_turn& t) override {
+        const double decode_ms = t.end_ms - t.first_token_ms;
+        std::fprintf(stderr, "step %d: %d prompt tokens (%d reused), %d generated in %.0f ms (%.0f tokens/s)\n", t.step,
+                     t.prefill_tokens, t.reused_tokens, t.generated_tokens, t.end_ms - t.start_ms,
+                     decode_ms > 0 && t.generated_tokens > 1 ? (t.generated_tokens - 1) * 1000.0 / decode_ms : 0.0);
+    }
+    void on_tool_start(const run_tool_call& c) override {
+        std::fprintf(stderr, "  -> %s %s%s\n", c.name.c_str(), c.arguments.c_str(), c.early ? "  (dispatched while decoding)" : "");
+    }
+    void on_tool_end(const run_tool_call& c) override {
+        std::fprintf(stderr, "  <- %s %s in %.0f ms\n", c.name.c_str(), c.ok ? "ok" : "failed", c.end_ms - c.start_ms);
+    }
+    void on_verify(int attempt, bool ok, const std::string& message) override {
+        std::string first_line = message.substr(0, message.find('\n'));
+        std::fprintf(stderr, "verify %d: %s: %s\n", attempt, ok ? "passed" : "failed", first_line.c_str());
+    }
+    // What never reached a tool, and answers sent back (in the journal already).
+    void on_event(const journal::event& e) override {
+        if (const auto* c = std::get_if<journal::call_rejected_event>(&e.body)) {
+            std::fprintf(stderr, "  x  %s rejected: %s\n", c->name.empty() ? "call" : c->name.c_str(), first_line(c->error).c_str());
+        } else if (const auto* a = std::get_if<journal::answer_rejected_event>(&e.body)) {
+            std::fprintf(stderr, "step %lld: answer rejected: %s\n", static_cast<long long>(a->step), first_line(a->error).c_str());
+        }
+    }
+
+private:
+    static std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+};
+
+result<std::pair<std::string, std::string>> split_input(const std::string& kv) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) return make_error(errc::invalid_argument, "--input '" + kv + "': expected KEY=VALUE");
+    return std::make_pair(kv.substr(0, eq), kv.substr(eq + 1));
+}
+
+int run_command(const cli::parsed_args& args) {
+    auto fail = [](const std::string& m) {
+        std::cerr << "tachyon run: " << m << "\n";
+        return 1;
+    };
+    auto agent = load_agent_file(*args.positional(0), builtin_tool_names());
+    if (!agent) return fail(agent.err().message);
+    run_request req;
+    req.agent = std::make_shared<agent_definition>(std::move(agent).value());
+    req.task = *args.get("task");
+    for (const auto& kv : args.get_all("input")) {
+        auto p = split_input(kv);
+        if (!p) return fail(p.err().message);
+        req.inputs[p->first] = p->second;
+    }
+    // The local user's inputs: checked against the agent's declarations, not confined.
+    auto inputs = check_run_inputs(*req.agent, req.inputs);
+    if (!inputs) return fail(inputs.err().message);
+    req.journal_dir = args.get_or("journal-dir", "runs");
+    req.switches.early_dispatch = !args.flag("no-early-dispatch");
+    req.switches.parallel_tools = !args.flag("no-parallel-tools");
+    req.switches.kv_retain = !args.flag("no-kv-retain");
+    req.switches.spec_decode = !args.flag("no-spec-decode");
+    req.switches.jump_forward = !args.flag("no-jump-forward");
+    req.switches.speculative_tools = !args.flag("no-speculative-tools");
+    req.switches.grounding = !args.flag("no-grounding");
+    req.switches.constrain = !args.flag("no-constrain");
+    auto threads = args.get_int("threads");
+    if (!threads || *threads < 1) return fail("--threads must be a positive integer");
+
+    service_options so;
+    so.engine.n_threads = static_cast<int>(*threads);
+    so.engine.n_ctx = 16384;
+    so.engine.prefix_cache = !args.flag("no-prefix-cache");
+    agent_service service(so);
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
+
+    // Ctrl-C: cancel gently (tools cancelled, journal closed); a second one exits.
+    boost::asio::io_context signals_io;
+    boost::asio::signal_set signals(signals_io, SIGINT, SIGTERM);
+    signals.async_wait([&](boost::system::error_code ec, int) {
+        if (ec) return;
+        std::fprintf(stderr, "cancelling the run (Ctrl-C again to exit at once)\n");
+        cancel->store(true);
+        signals.async_wait([](boost::system::error_code e, int) {
+            if (!e) std::_Exit(130);
+        });
+    });
+    std::thread signal_thread([&] { signals_io.run(); });
+
+    progress_printer printer;
+    const bool json_out = args.flag("json");
+    run_outcome out = service.run(req, json_out ? nullptr : &printer, cancel);
+    signals_io.stop();
+    signal_thread.join();
+
+    if (json_out) {
+        std::cout << outcome_json(out) << "\n";
+    } else {
+        std::cout << outcome_summary(out);
+    }
+    return out.state == "succeeded" ? 0 : 1;
+}
+
+}  // namespace
+
+cli::command_spec make_run_command() {
+    cli::command_spec c;
+    c.name = "run";
+    c.summary = "run an agent on a task to an answer (verified by the agent's checks, if it has any)";
+    c.description = "Shows each model turn and tool call as it happens, then the answer and the timing summary.\n"
+                    "The answer is 'verified' only when the agent's verify checks ran and passed; without checks it\n"
+                    "is 'answered (no checks)'. Exit status 0 when an answer was accepted.\n"
+                    "The run's journal goes to runs/<run-id>.jsonl ('tachyon runs show ID' draws it).";
+    c.positionals = {{"AGENT.json", "agent definition file"}};
+    c.options = {
+        {"task", 0, cli::option_kind::value, "TEXT", "", "the task, as a user would write it", true},
+        {"input", 'i', cli::option_kind::multi, "KEY=VALUE", "", "value for a {placeholder} of the agent"},
+        {"json", 0, cli::option_kind::flag, "", "", "print one JSON object (state, answer, verified, steps, timings, run id)"},
+        {"journal-dir", 0, cli::option_kind::value, "DIR", "runs", "where journals are written"},
+        {"threads", 't', cli::option_kind::value, "N", "1", "inference threads"},
+        {"no-early-dispatch", 0, cli::option_kind::flag, "", "", "start tools only after the turn ends"},
+        {"no-parallel-tools", 0, cli::option_kind::flag, "", "", "run the calls of a turn one at a time"},
+        {"no-kv-retain", 0, cli::option_kind::flag, "", "", "re-prefill the whole conversation every turn"},
+        {"no-spec-decode", 0, cli::option_kind::flag, "", "", "decode one token per forward (no prompt-lookup drafts)"},
+        {"no-jump-forward", 0, cli::option_kind::flag, "", "", "decode text the grammar forces token by token"},
+        {"no-speculative-tools", 0, cli::option_kind::flag, "", "", "start tools only when the model has written the call"},
+        {"no-prefix-cache", 0, cli::option_kind::flag, "", "", "compute every prompt token even when another session already did"},
+        {"no-constrain", 0, cli::option_kind::flag, "", "", "let the model write tool calls unconstrained"},
+        {"no-grounding", 0, cli::option_kind::flag, "", "", "do not restrict identifier arguments to values seen in the run"},
+    };
+    c.run = run_command;
+    return c;
+}
+
+}  // namespace tachyon

@@ -1,0 +1,13 @@
+// Every `tachyon` subcommand, declared once. Each command lives in its own
+// runtime/cmd_<name>.cpp and exposes a make_<name>_command() declaration.
+#pragma once
+
+#include <vector>
+
+#include "runtime/cli/cli.h"
+
+namespace tachyon {
+
+std::vector<cli::command_spec> all_commands();
+
+}  // namespace tachyon

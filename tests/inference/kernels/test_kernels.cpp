@@ -1,0 +1,371 @@
+#include "inference/kernels/kernels.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "inference/gguf/fp16.h"
+#include "inference/gguf/quant.h"
+
+using namespace tachyon;
+
+namespace {
+
+const tensor_type all_types[] = {tensor_type::f32, tensor_type::f16, tensor_type::bf16, tensor_type::q8_0,
+                                 tensor_type::q4_0, tensor_type::q4_k, tensor_type::q6_k};
+
+bool is_float_type(tensor_type t) {
+    return t == tensor_type::f32 || t == tensor_type::f16 || t == tensor_type::bf16;
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (auto& x : v) x = dist(rng);
+    return v;
+}
+
+// n_rows rows of `type` with arbitrary quants (every bit pattern, including
+// q8_0's -128) and finite, modest block scales.
+std::vector<std::byte> random_weights(tensor_type type, int64_t n_rows, int64_t n_cols, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const size_t rb = row_size(type, n_cols);
+    std::vector<std::byte> w(rb * static_cast<size_t>(n_rows));
+    if (is_float_type(type)) {
+        const auto f = random_floats(static_cast<size_t>(n_rows * n_cols), seed);
+        for (int64_t r = 0; r < n_rows; ++r) quantize_row(type, f.data() + r * n_cols, w.data() + r * rb, n_cols);
+        return w;
+    }
+    for (auto& b : w) b = static_cast<std::byte>(rng() & 0xff);
+    std::uniform_real_distribution<float> scale(0.001f, 0.05f);
+    const auto traits = traits_of(type);
+    const int64_t n_blocks = n_rows * (n_cols / traits.block_size);
+    for (int64_t i = 0; i < n_blocks; ++i) {
+        std::byte* block = w.data() + i * traits.type_size;
+        const uint16_t d = fp32_to_fp16(scale(rng));
+        const uint16_t dmin = fp32_to_fp16(scale(rng));
+        switch (type) {
+            case tensor_type::q8_0:
+            case tensor_type::q4_0: std::memcpy(block, &d, 2); break;
+            case tensor_type::q4_k:
+                std::memcpy(block, &d, 2);
+                std::memcpy(block + 2, &dmin, 2);
+                break;
+            case tensor_type::q6_k: std::memcpy(block + offsetof(block_q6_k, d), &d, 2); break;
+            default: break;
+        }
+    }
+    return w;
+}
+
+int64_t cols_for(tensor_type type, int64_t n_float) {
+    return is_float_type(type) ? n_float : 2 * qk_k;  // two super-blocks, 16 q8_0 blocks
+}
+
+}  // namespace
+
+// The kernel sets this CPU can run besides the reference.
+std::vector<kernel_isa> simd_isas() {
+    std::vector<kernel_isa> v;
+    if (cpu_has_avx2()) v.push_back(kernel_isa::avx2);
+    if (cpu_has_avx_vnni()) v.push_back(kernel_isa::avx_vnni);
+    if (cpu_has_avx_vnni() && cpu_has_avx512()) v.push_back(kernel_isa::avx512);
+    if (cpu_has_avx_vnni() && cpu_has_amx()) v.push_back(kernel_isa::amx);
+    return v;
+}
+
+TEST_CASE("TACHYON_KERNELS=scalar selects the reference kernels") {
+    CHECK(select_isa("scalar", true) == kernel_isa::scalar);
+    CHECK(select_isa("scalar", false) == kernel_isa::scalar);
+    CHECK(select_isa(nullptr, true) == kernel_isa::avx2);
+    CHECK(select_isa("", true) == kernel_isa::avx2);
+    CHECK(select_isa("avx2", true) == kernel_isa::avx2);
+    CHECK(select_isa("avx2", false) == kernel_isa::scalar);  // never run instructions the CPU lacks
+    CHECK(select_isa(nullptr, false) == kernel_isa::scalar);
+    // The process-wide choice follows the environment this test runs in.
+    // AVX-VNNI when the CPU has it, unless "avx2" asks for plain AVX2.
+    CHECK(select_isa(nullptr, true, true) == kernel_isa::avx_vnni);
+    CHECK(select_isa("auto", true, true) == kernel_isa::avx_vnni);
+    CHECK(select_isa("avx2", true, true) == kernel_isa::avx2);
+    CHECK(select_isa("scalar", true, true) == kernel_isa::scalar);
+    CHECK(select_isa(nullptr, false, true) == kernel_isa::scalar);
+    // AVX-512 on top of AVX-VNNI, unless "avx_vnni" or "avx2" caps it
+    CHECK(select_isa(nullptr, true, true, true) == kernel_isa::avx512);
+    CHECK(select_isa("avx_vnni", true, true, true) == kernel_isa::avx_vnni);
+    CHECK(select_isa("avx2", true, true, true) == kernel_isa::avx2);
+    CHECK(select_isa(nullptr, true, false, true) == kernel_isa::avx2);
+    CHECK(select_isa(nullptr, true, true, true, true) == kernel_isa::amx);
+    CHECK(select_isa("avx512", true, true, true, true) == kernel_isa::avx512);
+    CHECK(select_isa("amx", true, true, true, false) == kernel_isa::avx512);  // granted by the OS or not at all
+    CHECK(select_isa(nullptr, true, true, false, true) == kernel_isa::avx_vnni);
+    CHECK(default_isa() ==
+          select_isa(std::getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni(), cpu_has_avx512(), cpu_has_amx()));
+    CHECK(to_string(kernel_isa::scalar) == "scalar");
+    CHECK(to_string(kernel_isa::avx_vnni) == "avx_vnni");
+    CHECK(to_string(kernel_isa::avx512) == "avx512");
+    CHECK(to_string(kernel_isa::amx) == "amx");
+    CHECK(kernel_context(2, kernel_isa::scalar).isa() == kernel_isa::scalar);
+}
+
+TEST_CASE("activation formats per weight type") {
+    CHECK(activation_type(tensor_type::f16) == tensor_type::f32);
+    CHECK(activation_type(tensor_type::q4_0) == tensor_type::q8_0);
+    CHECK(activation_type(tensor_type::q8_0) == tensor_type::q8_0);
+    CHECK(activation_type(tensor_type::q4_k) == tensor_type::q8_k);
+    CHECK(activation_type(tensor_type::q6_k) == tensor_type::q8_k);
+    CHECK(has_kernels(tensor_type::q6_k));
+    CHECK_FALSE(has_kernels(tensor_type::q5_0));
+}
+
+TEST_CASE("AVX2 and AVX-VNNI dot products match the scalar reference") {
+    if (!cpu_has_avx2()) {
+        MESSAGE("skipped: CPU without AVX2/FMA/F16C");
+        return;
+    }
+    for (kernel_isa isa : simd_isas())
+    for (tensor_type type : all_types) {
+        // Float types: lengths that are not multiples of 8 or 16 exercise the tails.
+        const std::vector<int64_t> lengths =
+            is_float_type(type) ? std::vector<int64_t>{1, 7, 8, 13, 100, 1001} : std::vector<int64_t>{256, 768, 2048};
+        for (int64_t n : lengths) {
+            CAPTURE(to_string(isa));
+            CAPTURE(to_string(type));
+            CAPTURE(n);
+            const auto w = random_weights(type, 1, n, static_cast<uint32_t>(n));
+            const auto xf = random_floats(static_cast<size_t>(n), 99);
+            std::vector<std::byte> xq(row_size(activation_type(type), n));
+            quantize_activations(kernel_isa::scalar, type, xf.data(), xq.data(), n);
+            const float ref = vec_dot(kernel_isa::scalar, type, n, w.data(), xq.data());
+            const float got = vec_dot(isa, type, n, w.data(), xq.data());
+            // Integer block sums are exact; only the float summation order
+            // differs: allow 1e-5 of the sum of |terms|.
+            std::vector<float> wf(static_cast<size_t>(n)), xd(static_cast<size_t>(n));
+            dequantize_row(type, w.data(), wf.data(), n);
+            dequantize_row(activation_type(type) == tensor_type::q8_k ? tensor_type::f32 : activation_type(type),
+                           activation_type(type) == tensor_type::q8_k ? static_cast<const void*>(xf.data()) : xq.data(),
+                           xd.data(), n);
+            double mag = 0.0;
+            for (int64_t k = 0; k < n; ++k) mag += std::fabs(static_cast<double>(wf[k]) * xd[k]);
+            CHECK(std::fabs(got - ref) <= 1e-5 * mag + 1e-6);
+        }
+    }
+}
+
+TEST_CASE("AVX2 activation quantizers agree with the reference quantizers") {
+    if (!cpu_has_avx2()) {
+        MESSAGE("skipped: CPU without AVX2/FMA/F16C");
+        return;
+    }
+    const int64_t n = 512;
+    auto x = random_floats(n, 5);
+    for (int j = 32; j < 64; ++j) x[j] = 0.0f;
+    for (tensor_type weight : {tensor_type::q8_0, tensor_type::q4_k}) {
+        CAPTURE(to_string(weight));
+        std::vector<std::byte> a(row_size(activation_type(weight), n)), b(a.size());
+        quantize_activations(kernel_isa::scalar, weight, x.data(), a.data(), n);
+        quantize_activations(kernel_isa::avx2, weight, x.data(), b.data(), n);
+        if (weight == tensor_type::q8_0) {
+            const auto* qa = reinterpret_cast<const block_q8_0*>(a.data());
+            const auto* qb = reinterpret_cast<const block_q8_0*>(b.data());
+            for (int64_t k = 0; k < n / 32; ++k) {
+                CHECK(qa[k].d == qb[k].d);
+                for (int j = 0; j < 32; ++j) CHECK(std::abs(qa[k].qs[j] - qb[k].qs[j]) <= 1);  // ties may round apart
+            }
+        } else {
+            const auto* qa = reinterpret_cast<const block_q8_k*>(a.data());
+            const auto* qb = reinterpret_cast<const block_q8_k*>(b.data());
+            for (int64_t k = 0; k < n / 256; ++k) {
+                CHECK(qa[k].d == qb[k].d);
+                for (int j = 0; j < 256; ++j) CHECK(std::abs(qa[k].qs[j] - qb[k].qs[j]) <= 1);
+                for (int g = 0; g < 16; ++g) {
+                    int s = 0;
+                    for (int j = 0; j < 16; ++j) s += qb[k].qs[16 * g + j];
+                    CHECK(qb[k].bsums[g] == s);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("matmul matches a double-precision reference for every type, batch size and kernel set") {
+    std::vector<kernel_isa> isas{kernel_isa::scalar};
+    for (kernel_isa isa : simd_isas()) isas.push_back(isa);
+    // 37 rows and 37 tokens: not a multiple of the 4-row tile, nor of the
+    // 32 rows x 8 tokens of the many-token float path (which 37 and 64 tokens take)
+    const int64_t n_rows = 37;
+    for (kernel_isa isa : isas) {
+        kernel_context ctx(1, isa);
+        for (tensor_type type : all_types) {
+            // float rows of 100 end in a tail, of 128 fill the 16-wide vectors exactly
+            for (int64_t n_cols : {cols_for(type, 100), cols_for(type, 128)}) {
+                const auto w = random_weights(type, n_rows, n_cols, 7);
+                std::vector<float> wf(static_cast<size_t>(n_rows * n_cols));  // [n_rows, n_cols]
+                for (int64_t r = 0; r < n_rows; ++r)
+                    dequantize_row(type, w.data() + r * row_size(type, n_cols), wf.data() + r * n_cols, n_cols);
+                for (int64_t n_tokens : {1, 3, 8, 17, 37, 64}) {
+                    CAPTURE(to_string(isa));
+                    CAPTURE(to_string(type));
+                    CAPTURE(n_tokens);
+                    const auto x = random_floats(static_cast<size_t>(n_tokens * n_cols), 11);  // [n_tokens, n_cols]
+                    std::vector<float> y(static_cast<size_t>(n_tokens * n_rows), -1.0f);      // [n_tokens, n_rows]
+                    matmul(ctx, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y.data());
+                    const int block = activation_type(type) == tensor_type::q8_k ? 256 : 32;
+                    int n_bad = 0;
+                    for (int64_t t = 0; t < n_tokens; ++t) {
+                        for (int64_t r = 0; r < n_rows; ++r) {
+                            double ref = 0.0, tol = 0.0;
+                            for (int64_t k = 0; k < n_cols; ++k) {
+                                const double wk = wf[r * n_cols + k], xk = x[t * n_cols + k];
+                                ref += wk * xk;
+                                tol += std::fabs(wk * xk) * 1e-5;
+                            }
+                            if (!is_float_type(type)) {
+                                // Activations are rounded to steps of max|x_block| / 127:
+                                // each term errs by at most |w| * step / 2 (+ the fp16 scale).
+                                for (int64_t k0 = 0; k0 < n_cols; k0 += block) {
+                                    double amax = 0.0, wsum = 0.0;
+                                    for (int64_t k = k0; k < k0 + block; ++k) {
+                                        amax = std::max(amax, std::fabs(static_cast<double>(x[t * n_cols + k])));
+                                        wsum += std::fabs(static_cast<double>(wf[r * n_cols + k]));
+                                    }
+                                    tol += wsum * (amax / 127.0) * 0.51 + wsum * amax * 1e-3;
+                                }
+                            }
+                            if (std::fabs(y[t * n_rows + r] - ref) > tol) ++n_bad;
+                        }
+                    }
+                    CHECK(n_bad == 0);
+                }
+            }
+        }
+    }
+}
+
+// Every SIMD kernel set with each row length.
+std::vector<std::pair<kernel_isa, int64_t>> isa_and_cols() {
+    std::vector<std::pair<kernel_isa, int64_t>> v;
+    for (kernel_isa isa : simd_isas())
+        for (int64_t n_cols : {13 * qk_32, 14 * qk_32, 16 * qk_32, 45 * qk_32, 47 * qk_32}) v.emplace_back(isa, n_cols);
+    return v;
+}
+
+TEST_CASE("q8_0 and q4_0 matmul tiles match the scalar matmul on every edge of the tile") {
+    // Rows and tokens that leave partial 4 x 2 tiles (and 16 x 16 AMX tiles),
+    // numbers of blocks that leave 0 to 3 past the q4_0 decode kernel's
+    // groups of 4, and rows longer than the decode kernel's batch of 32
+    // blocks.
+    const int64_t n_rows = 37;
+    for (const auto& [isa, n_cols] : isa_and_cols()) {
+        kernel_context simd(1, isa), ref(1, kernel_isa::scalar);
+        for (tensor_type type : {tensor_type::q8_0, tensor_type::q4_0}) {
+            const auto w = random_weights(type, n_rows, n_cols, 21);
+            std::vector<float> wf(static_cast<size_t>(n_rows * n_cols));
+            for (int64_t r = 0; r < n_rows; ++r)
+                dequantize_row(type, w.data() + r * row_size(type, n_cols), wf.data() + r * n_cols, n_cols);
+            for (int64_t n_tokens : {1, 3, 17, 35, 64}) {
+                CAPTURE(to_string(isa));
+                CAPTURE(to_string(type));
+                CAPTURE(n_tokens);
+                CAPTURE(n_cols);
+                const auto x = random_floats(static_cast<size_t>(n_tokens * n_cols), 23);
+                std::vector<float> y(static_cast<size_t>(n_tokens * n_rows)), y_ref(y.size());
+                matmul(simd, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y.data());
+                matmul(ref, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y_ref.data());
+                // Both sides quantize the activations to the same q8_0 blocks
+                // (same scale; a quant may differ by one step where x * 127 /
+                // max|x| falls on a tie, which random normals never hit) and
+                // sum the same integers: only the float order of the block
+                // terms differs, 1e-5 of the sum of their magnitudes.
+                int n_bad = 0;
+                for (int64_t t = 0; t < n_tokens; ++t) {
+                    for (int64_t r = 0; r < n_rows; ++r) {
+                        double mag = 0.0;
+                        for (int64_t k = 0; k < n_cols; ++k) mag += std::fabs(static_cast<double>(wf[r * n_cols + k]) * x[t * n_cols + k]);
+                        if (std::fabs(y[t * n_rows + r] - y_ref[t * n_rows + r]) > 1e-5 * mag + 1e-6) ++n_bad;
+                    }
+                }
+                CHECK(n_bad == 0);
+            }
+        }
+    }
+}
+
+TEST_CASE("matmul on two threads gives the same numbers as on one") {
+    const int64_t n_rows = 301, n_tokens = 5;
+    for (tensor_type type : all_types) {
+        CAPTURE(to_string(type));
+        const int64_t n_cols = cols_for(type, 512);
+        const auto w = random_weights(type, n_rows, n_cols, 3);
+        const auto x = random_floats(static_cast<size_t>(n_tokens * n_cols), 4);
+        std::vector<float> y1(static_cast<size_t>(n_tokens * n_rows)), y2(y1.size());
+        kernel_context one(1), two(2);
+        matmul(one, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y1.data());
+        matmul(two, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y2.data());
+        CHECK(y1 == y2);  // rows are independent: the split cannot change a sum
+    }
+}
+
+TEST_CASE("matmul with weights packed as panels matches the double-precision reference on one and two threads") {
+    // 70 rows: two whole groups of 32 and a tail of 6 without a panel.
+    const int64_t n_rows = 70, n_cols = 96;
+    for (tensor_type type : {tensor_type::f32, tensor_type::f16, tensor_type::bf16}) {
+        const auto w = random_weights(type, n_rows, n_cols, 31);
+        const weight_panels panels = pack_panels(type, w.data(), n_rows, n_cols);
+        if (!cpu_has_avx512()) {
+            CHECK(panels.data == nullptr);  // no kernels that use them
+            continue;
+        }
+        REQUIRE(panels.data != nullptr);
+        CHECK(panels.size_bytes() >= static_cast<size_t>(2 * 32 * n_cols) * (type == tensor_type::f32 ? 4 : 2));
+        std::vector<float> wf(static_cast<size_t>(n_rows * n_cols));
+        for (int64_t r = 0; r < n_rows; ++r)
+            dequantize_row(type, w.data() + r * row_size(type, n_cols), wf.data() + r * n_cols, n_cols);
+        kernel_context one(1), two(2);
+        // 1 takes the row kernels; 2-15 read the panels as they are, 16 and
+        // more convert them first; 8 tokens at a time with a tail.
+        for (int64_t n_tokens : {1, 2, 3, 8, 15, 16, 17, 37}) {
+            CAPTURE(to_string(type));
+            CAPTURE(n_tokens);
+            const auto x = random_floats(static_cast<size_t>(n_tokens * n_cols), 41);
+            std::vector<float> y1(static_cast<size_t>(n_tokens * n_rows), -1.0f), y2(y1.size(), -2.0f);
+            matmul(one, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y1.data(), panels.data);
+            matmul(two, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y2.data(), panels.data);
+            int n_bad = 0;
+            for (int64_t t = 0; t < n_tokens; ++t) {
+                for (int64_t r = 0; r < n_rows; ++r) {
+                    double ref = 0.0, tol = 0.0;
+                    for (int64_t k = 0; k < n_cols; ++k) {
+                        ref += static_cast<double>(wf[r * n_cols + k]) * x[t * n_cols + k];
+                        tol += std::fabs(static_cast<double>(wf[r * n_cols + k]) * x[t * n_cols + k]) * 1e-5;
+                    }
+                    if (std::fabs(y1[t * n_rows + r] - ref) > tol) ++n_bad;
+                }
+            }
+            CHECK(n_bad == 0);
+            CHECK(y1 == y2);  // threads take whole groups of 32 rows
+        }
+    }
+}
+
+TEST_CASE("only float weights of 32 rows and more, 16-multiple long, are packed as panels") {
+    const auto q = random_weights(tensor_type::q8_0, 64, 64, 5);
+    CHECK(pack_panels(tensor_type::q8_0, q.data(), 64, 64).data == nullptr);
+    const auto few = random_weights(tensor_type::f16, 31, 64, 5);
+    CHECK(pack_panels(tensor_type::f16, few.data(), 31, 64).data == nullptr);
+    const auto odd = random_weights(tensor_type::f32, 64, 40, 5);
+    CHECK(pack_panels(tensor_type::f32, odd.data(), 64, 40).data == nullptr);
+}
+
+TEST_CASE("matmul of an empty batch writes nothing") {
+    kernel_context ctx;
+    const auto w = random_weights(tensor_type::f32, 4, 8, 1);
+    float y = 42.0f;
+    matmul(ctx, tensor_type::f32, w.data(), 4, 8, nullptr, 0, &y);
+    CHECK(y == 42.0f);
+}
