@@ -19,7 +19,7 @@
 
 #include "examples/incident/transcript.h"
 #include "base/result.h"
-#include "tools/tool.h"
+#include "tools/core/tool.h"
 
 namespace incident {
 

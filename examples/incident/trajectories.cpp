@@ -8,7 +8,7 @@
 
 #include "examples/incident/json_text.h"
 #include "examples/incident/prng.h"
-#include "tools/builtin.h"
+#include "tools/logs/builtin.h"
 
 namespace incident {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "tools/tool.h"
+#include "tools/core/tool.h"
 
 namespace incident {
 

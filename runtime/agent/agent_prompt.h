@@ -12,7 +12,7 @@
 #include "base/result.h"
 #include "runtime/agent/agent_def.h"
 #include "runtime/chat/model_host.h"
-#include "tools/tool.h"
+#include "tools/core/tool.h"
 
 namespace tachyon {
 

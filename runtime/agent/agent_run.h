@@ -21,7 +21,7 @@
 #include "runtime/agent/call_predictor.h"
 #include "runtime/journal/journal.h"
 #include "runtime/chat/model_host.h"
-#include "tools/tool.h"
+#include "tools/core/tool.h"
 
 namespace tachyon {
 

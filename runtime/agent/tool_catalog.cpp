@@ -7,10 +7,10 @@
 #include <filesystem>
 
 #include "base/assert.h"
-#include "tools/builtin.h"
-#include "tools/http_get.h"
-#include "tools/read_file.h"
-#include "tools/shell.h"
+#include "tools/logs/builtin.h"
+#include "tools/host/http_get.h"
+#include "tools/host/read_file.h"
+#include "tools/host/shell.h"
 
 namespace tachyon {
 namespace {

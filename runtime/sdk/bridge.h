@@ -17,7 +17,7 @@
 #include "tachyon/result.h"
 #include "tachyon/runtime.h"
 #include "tachyon/tool.h"
-#include "tools/tool.h"
+#include "tools/core/tool.h"
 
 namespace tachyon::sdk {
 

@@ -11,6 +11,7 @@ cmake_minimum_required(VERSION 3.25)
 # headers none (they are checked below).
 set(rooms_runtime common constrain chat journal agent serve cli sdk)
 set(rooms_inference gguf kv kernels tokenizer arch engine)
+set(rooms_tools core logs host)
 # What each top-level folder must not include.
 set(forbidden_base "runtime/" "inference/" "tools/" "examples/" "boost/")
 set(forbidden_inference "runtime/" "tools/" "examples/" "boost/asio" "boost/beast")
