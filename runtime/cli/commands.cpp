@@ -2,7 +2,7 @@
 
 namespace tachyon {
 
-// Declared here, defined in runtime/cmd_*.cpp. Keep the list in the order
+// Declared here, defined in runtime/cli/cmd_*.cpp. Keep the list in the order
 // `tachyon --help` shows it.
 cli::command_spec make_version_command();
 cli::command_spec make_run_command();

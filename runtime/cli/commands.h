@@ -1,5 +1,5 @@
 // Every `tachyon` subcommand, declared once. Each command lives in its own
-// runtime/cmd_<name>.cpp and exposes a make_<name>_command() declaration.
+// runtime/cli/cmd_<name>.cpp and exposes a make_<name>_command() declaration.
 #pragma once
 
 #include <vector>
