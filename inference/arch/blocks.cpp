@@ -1,0 +1,145 @@
+#include "inference/arch/blocks.h"
+
+#include "base/assert.h"
+#include "inference/gguf/quant.h"
+#include "inference/kernels/ops.h"
+
+namespace tachyon::arch {
+
+result<weight_ref> bind_matrix(const gguf_file& file, const std::string& name, int64_t n_rows, int64_t n_cols, bool optional) {
+    const gguf_tensor_info* t = file.find_tensor(name);
+    if (t == nullptr) {
+        if (optional) return weight_ref{};
+        return make_error(errc::not_found, file.path() + ": missing tensor '" + name + "' (expected [" +
+                                               std::to_string(n_cols) + ", " + std::to_string(n_rows) + "])");
+    }
+    if (t->shape.size() != 2 || t->shape[0] != n_cols || t->shape[1] != n_rows) {
+        std::string got;
+        for (int64_t d : t->shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
+        return make_error(errc::parse_error, file.path() + ": tensor '" + name + "' has shape [" + got + "], expected [" +
+                                                 std::to_string(n_cols) + ", " + std::to_string(n_rows) + "]");
+    }
+    if (!has_kernels(t->type)) {
+        return make_error(errc::unsupported, file.path() + ": tensor '" + name + "' has type " +
+                                                 std::string(to_string(t->type)) +
+                                                 ", which tachyon cannot multiply (supported: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)");
+    }
+    return weight_ref{t->type, t->data, n_rows, n_cols};
+}
+
+result<const float*> bind_vector(const gguf_file& file, const std::string& name, int64_t n, std::vector<std::vector<float>>& owned,
+                                 bool optional) {
+    const gguf_tensor_info* t = file.find_tensor(name);
+    if (t == nullptr) {
+        if (optional) return static_cast<const float*>(nullptr);
+        return make_error(errc::not_found, file.path() + ": missing tensor '" + name + "' (expected [" + std::to_string(n) + "])");
+    }
+    if (t->shape.size() != 1 || t->shape[0] != n) {
+        return make_error(errc::parse_error, file.path() + ": tensor '" + name + "' should have shape [" + std::to_string(n) + "]");
+    }
+    if (t->type == tensor_type::f32) return reinterpret_cast<const float*>(t->data);
+    if (!can_dequantize(t->type)) {
+        return make_error(errc::unsupported, file.path() + ": tensor '" + name + "' has unsupported type " + std::string(to_string(t->type)));
+    }
+    // Small vectors (norms, biases) in another type are converted once.
+    owned.emplace_back(static_cast<size_t>(n));
+    dequantize_row(t->type, t->data, owned.back().data(), n);
+    return static_cast<const float*>(owned.back().data());
+}
+
+void activations::grow(const model_hparams& hp, size_t n) {
+    if (n <= n_cap) return;
+    n_cap = n;
+    x.resize(n * hp.n_embd);
+    h.resize(n * hp.n_embd);
+    q.resize(n * hp.n_embd_q());
+    k.resize(n * hp.n_embd_kv());
+    v.resize(n * hp.n_embd_kv());
+    att.resize(n * hp.n_embd_q());
+    tmp.resize(n * hp.n_embd);
+    gate.resize(n * hp.n_ff);
+    up.resize(n * hp.n_ff);
+    out_h.resize(n * hp.n_embd);
+    rope.resize(n * static_cast<size_t>(hp.head_dim));
+}
+
+activation_pool::lease activation_pool::take(const model_hparams& hp, size_t n) {
+    std::unique_ptr<activations> set;
+    {
+        std::lock_guard lock(mutex_);
+        if (!free_.empty()) {
+            set = std::move(free_.back());
+            free_.pop_back();
+        }
+    }
+    if (!set) set = std::make_unique<activations>();
+    set->grow(hp, n);
+    return lease(*this, std::move(set));
+}
+
+void activation_pool::put(std::unique_ptr<activations> set) {
+    std::lock_guard lock(mutex_);
+    free_.push_back(std::move(set));
+}
+
+void embed_tokens(const weight_ref& tok_embd, std::span<const int32_t> tokens, float* x) {
+    const int64_t n_embd = tok_embd.n_cols;
+    const size_t embd_row = row_bytes(traits_of(tok_embd.type), n_embd);
+    for (size_t t = 0; t < tokens.size(); ++t) {
+        const int32_t id = tokens[t];
+        TACHYON_ASSERT(id >= 0 && id < tok_embd.n_rows, "forward: token id out of range");
+        dequantize_row(tok_embd.type, static_cast<const std::byte*>(tok_embd.data) + embd_row * static_cast<size_t>(id), x + t * n_embd, n_embd);
+    }
+}
+
+void rms_norm(float* y, const float* x, const float* w, int64_t n, int64_t n_embd, float eps, kernel_isa isa) {
+    for (int64_t t = 0; t < n; ++t) rmsnorm(y + t * n_embd, x + t * n_embd, w, n_embd, eps, isa);
+}
+
+void project(kernel_context& ctx, const weight_ref& w, const float* x, int64_t n, float* y) {
+    matmul(ctx, w.type, w.data, w.n_rows, w.n_cols, x, n, y, w.panels);
+}
+
+void self_attention(kernel_context& ctx, const attention_weights& w, const model_hparams& hp, const forward_batch& batch,
+                    batch_attention& attn, kv_cache& kv, int layer, const float* h, const float* rope_cs,
+                    const attention_buffers& buf, float* out) {
+    const int64_t n = static_cast<int64_t>(batch.size());
+    const int64_t n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
+    const kernel_isa isa = ctx.isa();
+    project(ctx, w.wq, h, n, buf.q);
+    project(ctx, w.wk, h, n, buf.k);
+    project(ctx, w.wv, h, n, buf.v);
+    for (int64_t t = 0; t < n; ++t) {
+        if (w.bq) add(buf.q + t * n_q, buf.q + t * n_q, w.bq, n_q, isa);
+        if (w.bk) add(buf.k + t * n_kv, buf.k + t * n_kv, w.bk, n_kv, isa);
+        if (w.bv) add(buf.v + t * n_kv, buf.v + t * n_kv, w.bv, n_kv, isa);
+    }
+    rope_apply(buf.q, n, hp.n_head, hp.head_dim, rope_cs, hp.rope);
+    rope_apply(buf.k, n, hp.n_head_kv, hp.head_dim, rope_cs, hp.rope);
+    attn.run(ctx, {batch.seqs, batch.positions, buf.q, buf.k, buf.v, buf.att}, kv, layer);
+    project(ctx, w.wo, buf.att, n, out);
+}
+
+void swiglu_ffn(kernel_context& ctx, const ffn_weights& w, const float* h, int64_t n, float* gate, float* up, float* out) {
+    project(ctx, w.gate, h, n, gate);
+    project(ctx, w.up, h, n, up);
+    silu_mul(gate, gate, up, n * w.gate.n_rows, ctx.isa());
+    project(ctx, w.down, gate, n, out);
+}
+
+void residual_add(float* x, const float* y, int64_t n_values, kernel_isa isa) { add(x, x, y, n_values, isa); }
+
+void output_logits(kernel_context& ctx, const forward_batch& batch, const float* x, const float* norm, float eps,
+                   const weight_ref& output, float* out_h, float* logits) {
+    const int64_t n = static_cast<int64_t>(batch.size());
+    const int64_t n_embd = output.n_cols;
+    int64_t n_out = 0;
+    for (int64_t t = 0; t < n; ++t) {
+        if (!batch.logits[static_cast<size_t>(t)]) continue;
+        rmsnorm(out_h + n_out * n_embd, x + t * n_embd, norm, n_embd, eps, ctx.isa());
+        ++n_out;
+    }
+    if (n_out > 0) project(ctx, output, out_h, n_out, logits);
+}
+
+}  // namespace tachyon::arch

@@ -1,0 +1,143 @@
+// The blocks that llama-family architectures are built of, each a named
+// function over explicit weights and buffers: token embedding, RMSNorm,
+// grouped-query self-attention with RoPE (optional Q/K/V biases), the SwiGLU
+// feed-forward network, the residual add and the output head. Also what
+// every architecture needs to bind its tensors and to run forward calls at
+// once: the checked lookup of a matrix or vector by name, and a pool of
+// activation buffers.
+//
+// Row t of every [n, ...] buffer belongs to token t of the forward_batch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "inference/arch/model.h"
+#include "inference/kernels/batch_attention.h"
+#include "inference/kernels/kernels.h"
+
+namespace tachyon::arch {
+
+// --- binding ---------------------------------------------------------------
+
+// The matrix `name` of `file`, used in place: [n_rows, n_cols] (GGUF shape
+// [n_cols, n_rows]) of a type the kernels multiply. An absent optional one
+// comes back with data == nullptr.
+result<weight_ref> bind_matrix(const gguf_file& file, const std::string& name, int64_t n_rows, int64_t n_cols, bool optional = false);
+// The vector `name` of `file` as f32: [n]. One stored in another type is
+// converted once into a buffer appended to `owned`, which must outlive the
+// pointer (its vectors move, their data stays). An absent optional one is
+// nullptr.
+result<const float*> bind_vector(const gguf_file& file, const std::string& name, int64_t n, std::vector<std::vector<float>>& owned,
+                                 bool optional = false);
+
+// --- activations -----------------------------------------------------------
+
+// Activations of one forward call, grown to the largest batch seen (no
+// allocation per step).
+struct activations {
+    size_t n_cap = 0;
+    std::vector<float> x;     // [n, n_embd]    residual stream
+    std::vector<float> h;     // [n, n_embd]    normed input of a block
+    std::vector<float> q;     // [n, n_embd_q]
+    std::vector<float> k;     // [n, n_embd_kv]
+    std::vector<float> v;     // [n, n_embd_kv]
+    std::vector<float> att;   // [n, n_embd_q]  attention output before wo
+    std::vector<float> tmp;   // [n, n_embd]    output of a block before the residual add
+    std::vector<float> gate;  // [n, n_ff]
+    std::vector<float> up;    // [n, n_ff]
+    std::vector<float> out_h; // [n_logits, n_embd]
+    std::vector<float> rope;  // [n, head_dim]  cos/sin of each token's angles (rope_table), for every layer
+
+    void grow(const model_hparams& hp, size_t n);
+};
+
+// Two forward calls may run at once (the engine's prefill/decode split):
+// each takes a set of activations from the pool for its duration.
+class activation_pool {
+public:
+    // A set grown to n tokens, back in the pool when the lease ends.
+    class lease {
+    public:
+        lease(activation_pool& pool, std::unique_ptr<activations> set) : pool_(pool), set_(std::move(set)) {}
+        ~lease() { pool_.put(std::move(set_)); }
+        lease(const lease&) = delete;
+        lease& operator=(const lease&) = delete;
+        activations& operator*() const { return *set_; }
+
+    private:
+        activation_pool& pool_;
+        std::unique_ptr<activations> set_;
+    };
+    lease take(const model_hparams& hp, size_t n);
+
+private:
+    void put(std::unique_ptr<activations> set);
+
+    std::mutex mutex_;
+    std::vector<std::unique_ptr<activations>> free_;  // sets not in use
+};
+
+// --- blocks ----------------------------------------------------------------
+
+struct attention_weights {
+    weight_ref wq;              // [n_embd_q, n_embd]
+    weight_ref wk;              // [n_embd_kv, n_embd]
+    weight_ref wv;              // [n_embd_kv, n_embd]
+    weight_ref wo;              // [n_embd, n_embd_q]
+    const float* bq = nullptr;  // [n_embd_q]  or nullptr (qwen2)
+    const float* bk = nullptr;  // [n_embd_kv] or nullptr
+    const float* bv = nullptr;  // [n_embd_kv] or nullptr
+};
+
+struct ffn_weights {
+    weight_ref gate;  // [n_ff, n_embd]
+    weight_ref up;    // [n_ff, n_embd]
+    weight_ref down;  // [n_embd, n_ff]
+};
+
+// Scratch of self_attention.
+struct attention_buffers {
+    float* q;    // [n, n_embd_q]
+    float* k;    // [n, n_embd_kv]
+    float* v;    // [n, n_embd_kv]
+    float* att;  // [n, n_embd_q]
+};
+
+// x: [n, n_embd] = rows of tok_embd (any type dequantize_row reads) for the batch's tokens.
+void embed_tokens(const weight_ref& tok_embd, std::span<const int32_t> tokens, float* x);
+
+// y = RMSNorm of each row of x, times w.   x, y: [n, n_embd]; w: [n_embd]
+void rms_norm(float* y, const float* x, const float* w, int64_t n, int64_t n_embd, float eps, kernel_isa isa);
+
+// y = x Wᵀ for each of n rows.   x: [n, w.n_cols]; y: [n, w.n_rows]
+void project(kernel_context& ctx, const weight_ref& w, const float* x, int64_t n, float* y);
+
+// Grouped-query self-attention of the batch: q, k, v = h Wᵀ (+ bias), RoPE on
+// q and k, k and v stored in `layer` of `kv`, causal attention of every token
+// over its sequence (`attn`), out = att woᵀ.
+//   h: [n, n_embd] normed input; rope_cs: [n, head_dim] (rope_table of the
+//   batch's positions); out: [n, n_embd]
+void self_attention(kernel_context& ctx, const attention_weights& w, const model_hparams& hp, const forward_batch& batch,
+                    batch_attention& attn, kv_cache& kv, int layer, const float* h, const float* rope_cs,
+                    const attention_buffers& buf, float* out);
+
+// out = (silu(h gateᵀ) * (h upᵀ)) downᵀ.
+//   h: [n, n_embd]; gate, up: [n, n_ff] scratch; out: [n, n_embd]
+void swiglu_ffn(kernel_context& ctx, const ffn_weights& w, const float* h, int64_t n, float* gate, float* up, float* out);
+
+// x += y.   x, y: [n_values]
+void residual_add(float* x, const float* y, int64_t n_values, kernel_isa isa);
+
+// logits: [batch.n_logits(), output.n_rows] = RMSNorm(x) outputᵀ for the
+// rows of x whose token wants logits, in batch order.
+//   x: [n, n_embd]; norm: [n_embd]; out_h: [n_logits, n_embd] scratch
+void output_logits(kernel_context& ctx, const forward_batch& batch, const float* x, const float* norm, float eps,
+                   const weight_ref& output, float* out_h, float* logits);
+
+}  // namespace tachyon::arch

@@ -1,0 +1,199 @@
+#include "inference/kernels/batch_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/assert.h"
+
+namespace tachyon {
+namespace {
+
+// What a chunk of 32 positions of a sequence's tile copy was made from:
+// its two blocks (-1 past the sequence), their write generations, and how
+// many of its positions were seen.
+std::array<uint32_t, 5> chunk_key(const kv_cache& kv, int layer, std::span<const int> blocks, int chunk, int n_pos) {
+    std::array<uint32_t, 5> key{};
+    for (int h = 0; h < 2; ++h) {
+        const size_t b = static_cast<size_t>(2 * chunk + h);
+        const bool in = b < blocks.size() && 32 * chunk + 16 * h < n_pos;
+        key[static_cast<size_t>(2 * h)] = in ? static_cast<uint32_t>(blocks[b]) : ~0u;
+        key[static_cast<size_t>(2 * h + 1)] = in ? kv.generation(layer, blocks[b]) : 0u;
+    }
+    key[4] = static_cast<uint32_t>(std::min(32, n_pos - 32 * chunk));
+    return key;
+}
+
+}  // namespace
+
+batch_attention::batch_attention(const attention_shape& shape) : shape_(shape) {
+    TACHYON_ASSERT(shape.n_layer > 0 && shape.n_head_kv > 0 && shape.head_dim > 0 && shape.n_head % shape.n_head_kv == 0,
+                   "batch_attention: n_head must be a multiple of n_head_kv");
+}
+
+void batch_attention::run(kernel_context& ctx, const attention_batch& batch, kv_cache& kv, int il) {
+    const attention_shape& sh = shape_;
+    const size_t n = batch.seqs.size();
+    TACHYON_ASSERT(batch.positions.size() == n, "batch_attention: one position per token");
+    TACHYON_ASSERT(il >= 0 && il < sh.n_layer, "batch_attention: layer out of range");
+    const int hd = sh.head_dim, n_q = sh.n_head * sh.head_dim, n_kv = sh.n_head_kv * sh.head_dim;
+    TACHYON_ASSERT(kv.config().n_kv_embd == n_kv, "batch_attention: the KV cache rows are not n_head_kv * head_dim");
+
+    // The batch's own K/V first: every token attends to the positions before it in the batch too.
+    for (size_t t = 0; t < n; ++t) {
+        const int pos = batch.positions[t];
+        const seq_id s = batch.seqs[t];
+        kv.write_k(il, s, pos, batch.k + t * n_kv);
+        std::memcpy(kv.v_row(il, s, pos), batch.v + t * n_kv, static_cast<size_t>(n_kv) * sizeof(float));
+    }
+
+    const int group = sh.n_head / sh.n_head_kv;
+    const int bs = kv.config().block_size;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    const kernel_isa isa = ctx.isa();
+    // Runs of at least min_tokens_bf16 tokens go to AMX-BF16 tiles of 16
+    // rows, where the CPU has them.
+    const bool bf16 = isa >= kernel_isa::amx && group <= max_attention_rows_bf16 && attention_bf16_supported(hd, bs);
+    // Tiles: query rows (head, token) that share a KV head and a sequence:
+    // the heads of one group, for consecutive tokens.
+    struct tile {
+        size_t t0;       // first batch token
+        int n_tokens;    // consecutive tokens of one sequence
+        int g;           // KV head
+        int h0, n_heads; // query heads h0 .. h0 + n_heads - 1 of group g
+        int run;         // prompt run whose converted K/V the tile reads (AMX-BF16), or -1
+    };
+    struct prompt_run {
+        seq_id seq;
+        int n_pos;  // positions the run's last token sees
+    };
+    // Reused by every call on this thread: no allocation per layer once grown.
+    thread_local std::vector<tile> tiles;
+    thread_local std::vector<prompt_run> runs;
+    tiles.clear();
+    runs.clear();
+    const int heads_per_tile = std::min(group, max_attention_rows);
+    const int tokens_per_tile = std::max(1, max_attention_rows / heads_per_tile);
+    const int tokens_per_tile_bf16 = max_attention_rows_bf16 / group;
+    int max_pos = 0;
+    for (size_t t = 0; t < n;) {
+        size_t run = 1;  // tokens of the same sequence at consecutive positions
+        while (t + run < n && batch.seqs[t + run] == batch.seqs[t] && batch.positions[t + run] == batch.positions[t + run - 1] + 1)
+            ++run;
+        for (size_t k = t; k < t + run; ++k) max_pos = std::max(max_pos, batch.positions[k]);
+        if (bf16 && run >= static_cast<size_t>(min_tokens_bf16)) {
+            const int r = static_cast<int>(runs.size());
+            runs.push_back({batch.seqs[t], batch.positions[t + run - 1] + 1});
+            for (size_t t0 = t; t0 < t + run; t0 += static_cast<size_t>(tokens_per_tile_bf16))
+                for (int g = 0; g < sh.n_head_kv; ++g)
+                    tiles.push_back({t0, static_cast<int>(std::min(t + run - t0, static_cast<size_t>(tokens_per_tile_bf16))), g, g * group, group, r});
+        } else {
+            for (size_t t0 = t; t0 < t + run; t0 += static_cast<size_t>(tokens_per_tile))
+                for (int g = 0; g < sh.n_head_kv; ++g)
+                    for (int h0 = g * group; h0 < (g + 1) * group; h0 += heads_per_tile)
+                        tiles.push_back({t0, static_cast<int>(std::min(t + run - t0, static_cast<size_t>(tokens_per_tile))), g, h0,
+                                         std::min(heads_per_tile, (g + 1) * group - h0), -1});
+        }
+        t += run;
+    }
+    // The K and V of every prompt run's sequence in tile order, brought up
+    // to date once for all of the run's tiles.
+    thread_local std::vector<sequence_tiles*> run_tiles;
+    run_tiles.clear();
+    if (!runs.empty()) {
+        std::lock_guard lock(tiles_mutex_);
+        if (il == 0) std::erase_if(tiles_, [&](const auto& e) { return !kv.contains(e.first); });
+        for (const prompt_run& pr : runs) {
+            auto& t = tiles_[pr.seq];
+            if (!t) {
+                t = std::make_unique<sequence_tiles>();
+                t->heads.resize(static_cast<size_t>(sh.n_layer) * sh.n_head_kv);
+            }
+            run_tiles.push_back(t.get());
+        }
+    }
+    // The worker threads see these through references: a thread_local named
+    // inside the lambdas would be each worker's own, empty one.
+    const std::vector<prompt_run>& run_list = runs;
+    const std::vector<sequence_tiles*>& run_copies = run_tiles;
+    if (!runs.empty()) {
+        const int64_t n_conv = static_cast<int64_t>(runs.size()) * sh.n_head_kv;
+        ctx.parallel_for(n_conv, 1, [&](int64_t begin, int64_t end) {
+            thread_local std::vector<const float*> k_blocks, v_blocks;
+            for (int64_t i = begin; i < end; ++i) {
+                const size_t r = static_cast<size_t>(i / sh.n_head_kv);
+                const prompt_run& pr = run_list[r];
+                // A sequence with several runs in the batch is converted once, for its last.
+                bool later = false;
+                for (size_t q = r + 1; q < run_list.size(); ++q) later = later || run_list[q].seq == pr.seq;
+                if (later) continue;
+                const int g = static_cast<int>(i % sh.n_head_kv);
+                tile_copy& tc = run_copies[r]->heads[static_cast<size_t>(il * sh.n_head_kv + g)];
+                std::span<const int> blocks = kv.block_table(pr.seq);
+                const int n_chunks = (pr.n_pos + 31) / 32;
+                int first = 0;
+                std::vector<std::array<uint32_t, 5>>& keys = tc.keys;
+                keys.resize(std::min(keys.size(), static_cast<size_t>(n_chunks)));
+                for (; first < static_cast<int>(keys.size()); ++first) {
+                    const std::array<uint32_t, 5> key = chunk_key(kv, il, blocks, first, pr.n_pos);
+                    if (key != keys[static_cast<size_t>(first)]) break;
+                }
+                keys.resize(static_cast<size_t>(n_chunks));
+                for (int ch = first; ch < n_chunks; ++ch) keys[static_cast<size_t>(ch)] = chunk_key(kv, il, blocks, ch, pr.n_pos);
+                k_blocks.resize(blocks.size());
+                v_blocks.resize(blocks.size());
+                for (size_t b = 0; b < blocks.size(); ++b) {
+                    k_blocks[b] = kv.k_block(il, blocks[b]) + static_cast<size_t>(g) * hd * bs;
+                    v_blocks[b] = kv.v_block(il, blocks[b]) + g * hd;
+                }
+                const attention_args a{nullptr, k_blocks.data(), v_blocks.data(), bs, n_kv, 0, scale, nullptr, nullptr};
+                convert_kv_bf16(a, hd, pr.n_pos, tc.kv, first);
+            }
+        });
+    }
+    // Split only when the work pays for the fan-out: ~positions × head_dim × rows per tile.
+    const int64_t grain = std::max<int64_t>(1, 16384 / (static_cast<int64_t>(max_pos + 1) * hd * max_attention_rows));
+    const std::vector<tile>& work = tiles;
+    ctx.parallel_for(static_cast<int64_t>(work.size()), grain, [&](int64_t begin, int64_t end) {
+        thread_local std::vector<float> scores;          // [max_attention_rows, max_pos + 1]
+        thread_local std::vector<const float*> k_blocks; // [n_blocks of the sequence]
+        thread_local std::vector<const float*> v_blocks;
+        const size_t stride = static_cast<size_t>(max_pos + 1);
+        if (scores.size() < stride * max_attention_rows) scores.resize(stride * max_attention_rows);
+        seq_id bound = -1;
+        int bound_g = -1;
+        for (int64_t w = begin; w < end; ++w) {
+            const tile& tl = work[static_cast<size_t>(w)];
+            attention_row rows[max_attention_rows_bf16];
+            int n_rows = 0;
+            for (int i = 0; i < tl.n_tokens; ++i) {
+                const size_t t = tl.t0 + static_cast<size_t>(i);
+                for (int h = tl.h0; h < tl.h0 + tl.n_heads; ++h, ++n_rows) {
+                    const size_t off = t * n_q + static_cast<size_t>(h) * hd;
+                    rows[n_rows] = {batch.q + off, batch.positions[t] + 1, scores.data() + static_cast<size_t>(n_rows % max_attention_rows) * stride,
+                                    batch.out + off};
+                }
+            }
+            if (tl.run >= 0) {
+                attend_rows_bf16(run_copies[static_cast<size_t>(tl.run)]->heads[static_cast<size_t>(il * sh.n_head_kv + tl.g)].kv, rows, n_rows, scale);
+                continue;
+            }
+            // Consecutive tiles mostly share the sequence and KV head: bind block bases once.
+            if (batch.seqs[tl.t0] != bound || tl.g != bound_g) {
+                bound = batch.seqs[tl.t0];
+                bound_g = tl.g;
+                std::span<const int> blocks = kv.block_table(bound);
+                k_blocks.resize(blocks.size());
+                v_blocks.resize(blocks.size());
+                for (size_t b = 0; b < blocks.size(); ++b) {
+                    k_blocks[b] = kv.k_block(il, blocks[b]) + static_cast<size_t>(tl.g) * hd * bs;
+                    v_blocks[b] = kv.v_block(il, blocks[b]) + tl.g * hd;
+                }
+            }
+            attention_args shared{nullptr, k_blocks.data(), v_blocks.data(), bs, n_kv, 0, scale, nullptr, nullptr};
+            attend_rows(shared, rows, n_rows, hd, isa);
+        }
+    });
+}
+
+}  // namespace tachyon
