@@ -1,10 +1,9 @@
-// A run's tool calls: dispatch on the tool pool, timeouts, the injected
-// network latency of benchmarks, cancellation, and speculative calls started
-// from the agent's history before the model writes them.
+// A run's tool calls: dispatch on the tool pool, timeouts, cancellation, and
+// speculative calls started from the agent's history before the model writes
+// them.
 #include "runtime/agent/agent_runner.h"
 
 #include <boost/asio/post.hpp>
-#include <cmath>
 
 #include "base/log.h"
 #include "runtime/common/json_util.h"
@@ -28,7 +27,7 @@ void runner::finish_call(const std::shared_ptr<call_slot>& slot, bool ok, std::s
     if (slot->finished) return;
     slot->finished = true;
     slot->timeout.cancel();
-    if (slot->latency) slot->latency->cancel();
+    slot->cut_off.emit(asio::cancellation_type::terminal);
     slot->rec.end_ms = now_ms();
     slot->rec.ok = ok;
     slot->rec.result = std::move(text);
@@ -162,23 +161,11 @@ void runner::start_call(const std::shared_ptr<call_slot>& slot) {
         slot->cancel.store(true);
         finish_call(slot, false, slot->rec.name + ": timed out after " + std::to_string(timeout_ms) + " ms");
     });
-    const double delay_ms = sample_latency();
-    if (delay_ms > 0) {
-        slot->latency = std::make_unique<asio::steady_timer>(ex_, std::chrono::microseconds(static_cast<int64_t>(delay_ms * 1000)));
-        slot->latency->async_wait([this, self = shared_from_this(), slot](boost::system::error_code ec) {
-            if (!ec && !slot->finished) run_call(slot);
-        });
-    } else {
-        run_call(slot);
-    }
-}
-
-double runner::sample_latency() {
-    const tool_latency& l = req_.latency;
-    if (l.median_ms <= 0) return 0;
-    const double sigma = l.p95_ms > l.median_ms ? std::log(l.p95_ms / l.median_ms) / 1.6448536 : 0.0;
-    std::normal_distribution<double> z(0.0, 1.0);
-    return l.median_ms * std::exp(sigma * z(latency_rng_));
+    // The tool begins its work now, or later if it waits first (tools::tool::begin);
+    // the timeout above counts that wait too. A call finished meanwhile never runs.
+    slot->tool->begin({ex_, slot->cut_off.slot()}, [this, self = shared_from_this(), slot] {
+        if (!slot->finished) run_call(slot);
+    });
 }
 
 void runner::run_call(const std::shared_ptr<call_slot>& slot) {

@@ -38,14 +38,10 @@ struct run_switches {
     bool grounding = true;       // identifier arguments come from values seen in the run
 };
 
-// Network latency added to every tool call (as a log store or trace backend
-// answers): lognormal with the given median and 95th percentile. Waited on an
-// Asio timer, so it costs no thread.
-struct tool_latency {
-    double median_ms = 0;  // 0: none
-    double p95_ms = 0;
-    uint64_t seed = 0;
-};
+// Wraps one tool of a run (a decorator: it returns a tool with the same name
+// and schema). Called once per tool, in setup, on the agent's tools and its
+// verify check tools alike.
+using tool_wrapper = std::function<std::shared_ptr<tools::tool>(std::shared_ptr<tools::tool>)>;
 
 struct run_request {
     std::shared_ptr<const agent_definition> agent;
@@ -54,7 +50,9 @@ struct run_request {
     run_switches switches;
     std::string journal_dir = "runs";           // empty: no journal
     std::string run_id;                         // empty: made up
-    tool_latency latency;
+    // Empty: the tools as they are. `bench agents` wraps them to stand in
+    // for remote backends.
+    tool_wrapper wrap_tool;
     // Tools defined in code (SDK, tests), found by name before the built-ins
     // (for the agent's tools and its verify checks).
     std::vector<std::shared_ptr<tools::tool>> custom_tools;

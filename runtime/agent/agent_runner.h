@@ -1,16 +1,19 @@
 // One agent run's runner, private to runtime/: its state lives on the run's
-// strand. agent_run.cpp drives the turns (prompt, generation, constraints,
-// verification, journal); agent_calls.cpp runs its tool calls (dispatch,
-// timeouts, injected latency, speculative calls).
+// strand. agent_run.cpp holds the loop (run()), the run's setup, budgets,
+// journal and end; agent_turn.cpp one turn (prompt, streaming generation
+// under constraints, tool wait, results); agent_verify.cpp the final answer
+// and its checks; agent_calls.cpp the tool calls (dispatch, timeouts,
+// cancellation, speculative calls).
 #pragma once
 
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <map>
 #include <memory>
-#include <random>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,12 +40,12 @@ inline void collect_identifiers(std::string_view text, std::set<std::string>& ou
 // One tool call in flight.
 struct call_slot {
     run_tool_call rec;
-    std::unique_ptr<asio::steady_timer> latency;  // injected network latency before the work starts
     std::shared_ptr<tools::tool> tool;
     std::atomic<bool> cancel{false};
     bool finished = false;
     bool speculative = false;  // started from a prediction; not the model's until its call matches
     asio::steady_timer timeout;
+    asio::cancellation_signal cut_off;  // emitted when the call finishes: a tool still waiting to begin its work stops waiting
     async_flag done;
     std::string error;
 
@@ -52,15 +55,35 @@ struct call_slot {
 class runner : public std::enable_shared_from_this<runner> {
 public:
     runner(run_environment env, run_request req, asio::any_io_executor ex)
-        : env_(std::move(env)), req_(std::move(req)), ex_(ex), deadline_(ex), watch_(ex), latency_rng_(req_.latency.seed) {}
+        : env_(std::move(env)), req_(std::move(req)), ex_(ex), deadline_(ex), watch_(ex) {}
 
+    // The agent loop: render prompt; per step generate (calls dispatched
+    // from the stream), then await tools and append results, or verify the
+    // answer (feedback turn on failure); budgets and cancellation anywhere.
     asio::awaitable<run_outcome> run();
 
 private:
+    struct stop_reason {
+        std::string state;  // budget_exhausted or cancelled
+        std::string error;
+    };
+
     double now_ms() const { return std::chrono::duration<double, std::milli>(clock_type::now() - t0_).count(); }
     bool stopping() const { return deadline_hit_ || (env_.cancel && env_.cancel->load()); }
 
+    // The steps of run(), in order (comments at their definitions).
+    bool open_run();
     status setup();
+    void arm_budgets();
+    void disarm_budgets();
+    result<std::vector<int32_t>> render_prompt();
+    std::optional<stop_reason> spent_budget(int step) const;
+    asio::awaitable<result<int32_t>> generate_turn(int step, std::vector<int32_t> append);
+    asio::awaitable<void> await_tools();
+    std::vector<chat_message> append_results(int step);
+    asio::awaitable<std::optional<chat_message>> verify_answer(int step);
+    run_outcome end_run(std::string state, std::string error);
+
     asio::awaitable<request_stats> generate(std::vector<int32_t> append, int max_tokens, run_turn& turn);
     result<std::shared_ptr<turn_constraint>> make_constraint();
     grounded_values grounding() const;
@@ -81,7 +104,6 @@ private:
     std::shared_ptr<call_slot> make_call(int step, int index, const std::string& name, const std::string& arguments, bool early);
     void start_call(const std::shared_ptr<call_slot>& slot);
     void run_call(const std::shared_ptr<call_slot>& slot);
-    double sample_latency();
     void finish_call(const std::shared_ptr<call_slot>& slot, bool ok, std::string text);
     void record_call(const call_slot& slot);
     void record_start(const call_slot& slot);
@@ -95,8 +117,7 @@ private:
         std::string check_text;  // the failing check tool's own result (empty: the runtime's words)
     };
     asio::awaitable<verdict> verify(const std::string& answer);
-    result<std::vector<int32_t>> next_turn_tokens(const std::string& turn_text, int32_t end_token,
-                                                  const std::vector<chat_message>& new_messages, bool& rewound);
+    result<std::vector<int32_t>> next_turn_tokens(int32_t end_token, const std::vector<chat_message>& new_messages);
     void journal_turn(const run_turn& t);
     void finish(run_outcome& out, std::string state, std::string error = {});
     void watch_cancel();
@@ -113,7 +134,6 @@ private:
     int64_t n_events_ = 0;  // events recorded (their seq when the run keeps no journal)
     int n_rejected_answers_ = 0;
     std::vector<std::weak_ptr<call_slot>> live_calls_;
-    std::mt19937_64 latency_rng_;
     clock_type::time_point t0_ = clock_type::now();
     std::optional<journal::writer> journal_;
 

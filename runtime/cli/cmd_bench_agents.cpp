@@ -11,8 +11,9 @@
 //   tachyon       every switch on: tools dispatched the moment their call is
 //                 complete in the stream, in parallel, the session's KV kept
 //                 between turns, prefix cache, batching.
-// Tool latency: each call waits an injected network latency (lognormal) on
-// an Asio timer, as log stores and trace backends answer.
+// Tool latency: every tool of a run is wrapped in a decorator whose calls
+// first wait a network latency (lognormal) on an Asio timer, as log stores
+// and trace backends answer (tool_latency.h).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -22,6 +23,7 @@
 #include "runtime/agent/agent_service.h"
 #include "runtime/cli/cli.h"
 #include "runtime/cli/eval_support.h"
+#include "runtime/cli/tool_latency.h"
 #include "runtime/common/json_util.h"
 #include "runtime/agent/tool_catalog.h"
 
@@ -76,19 +78,6 @@ std::vector<mode> modes_for(const std::string& which) {
     return {seq, conv, all};
 }
 
-result<tool_latency> parse_latency(const std::string& spec) {
-    tool_latency l;
-    if (spec == "none" || spec == "0") return l;
-    double median = 0, p95 = 0;
-    char tail = 0;
-    if (std::sscanf(spec.c_str(), "lognormal:%lf:%lf%c", &median, &p95, &tail) == 2 && median > 0 && p95 >= median) {
-        l.median_ms = median;
-        l.p95_ms = p95;
-        return l;
-    }
-    return make_error(errc::invalid_argument, "--tool-latency '" + spec + "': expected none or lognormal:MEDIAN_MS:P95_MS (P95 >= MEDIAN > 0)");
-}
-
 struct mode_result {
     std::string name;
     eval_summary s;
@@ -111,7 +100,7 @@ int bench_agents(const cli::parsed_args& args) {
     auto setup = parse_eval_setup(args);
     if (!setup) return fail(setup.err().message);
     const int64_t concurrency = setup->concurrency;
-    auto latency = parse_latency(*args.get("tool-latency"));
+    auto latency = parse_tool_latency(*args.get("tool-latency"));
     if (!latency) return fail(latency.err().message);
     const std::string which = *args.get("modes");
     if (which != "all" && which != "sequential" && which != "conventional" && which != "tachyon" && which != "ablation")

@@ -211,8 +211,9 @@ std::vector<eval_case> run_cases(agent_service& service, const std::shared_ptr<c
             req.task = inputs[i].incident.task;
             req.inputs = {{"incident_dir", inputs[i].incident.incident_dir}};
             req.switches = options.switches;
-            req.latency = options.latency;
-            req.latency.seed = options.latency.seed ^ (c.seed * 0x9E3779B97F4A7C15ull);
+            tool_latency latency = options.latency;
+            latency.seed = options.latency.seed ^ (c.seed * 0x9E3779B97F4A7C15ull);
+            req.wrap_tool = latency_wrapper(latency);
             req.journal_dir = options.journal_dir;
             service.start(std::move(req), nullptr, nullptr, [&, i](run_outcome out) {
                 score_case(cases[i], std::move(out));

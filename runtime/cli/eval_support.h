@@ -12,6 +12,7 @@
 #include "runtime/agent/agent_run.h"
 #include "runtime/agent/agent_service.h"
 #include "runtime/cli/cli.h"
+#include "runtime/cli/tool_latency.h"
 
 namespace tachyon {
 
@@ -73,7 +74,7 @@ std::vector<eval_input> prepare_incidents(const std::string& world, const std::f
 
 struct eval_run_options {
     run_switches switches;
-    tool_latency latency;
+    tool_latency latency;  // every run's tools wait it (seeded per run from latency.seed and the case's seed)
     int concurrency = 1;
     std::string journal_dir = "runs";
 };

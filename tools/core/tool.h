@@ -7,9 +7,17 @@
 // set. Arguments arrive already validated against parameters_schema().
 // A failure the model should read (no such trace id, bad regex) is an error
 // result with a message written for the model.
+//
+// begin() is how a call starts: the caller hands it the work (invoke() on the
+// caller's worker) and the tool runs that work now or later. Only a tool that
+// waits for something before its work (a decorator standing in for a remote
+// backend's round trip) overrides it.
 #pragma once
 
 #include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -29,6 +37,12 @@ struct call_context {
     bool cancelled() const { return cancel != nullptr && cancel->load(std::memory_order_relaxed); }
 };
 
+// The start of one call, as its caller sees it.
+struct call_start {
+    boost::asio::any_io_executor executor;  // the caller's strand: begin() runs on it, and so must `work`
+    boost::asio::cancellation_slot cut_off;  // emitted when the call ends before its work started (timeout, cancel)
+};
+
 class tool {
 public:
     virtual ~tool() = default;
@@ -38,6 +52,13 @@ public:
     virtual tool_flags flags() const { return {}; }
     // `arguments_json` is a JSON object. Returns the text the model reads.
     virtual result<std::string> invoke(std::string_view arguments_json, const call_context& ctx) = 0;
+    // Starts the call's work: runs `work` on start.executor, at once by
+    // default. A tool that waits first waits on an Asio timer (no thread held)
+    // bound to start.cut_off, and drops `work` once that is emitted.
+    virtual void begin(const call_start& start, std::function<void()> work) {
+        (void)start;
+        work();
+    }
 };
 
 // Tools by name. Names are unique; registration order is kept (it is the

@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <set>
 #include <thread>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
 #include "runtime/agent/agent_service.h"
@@ -64,6 +67,7 @@ struct harness {
     boost::asio::io_context io_;  // destroyed after any host a test made from this harness
     std::shared_ptr<call_predictor> predictor;  // speculative tools: shared by this harness's runs when set
     run_observer* observer = nullptr;
+    tool_wrapper wrap;  // the run's tool decorator, if any
 
     harness() {
         incident_fixture::write_incident(root.path);
@@ -106,6 +110,7 @@ struct harness {
         req.switches = sw;
         req.journal_dir = journal ? journal_dir.path.string() : std::string();
         req.custom_tools = std::move(custom);
+        req.wrap_tool = wrap;
         // The service would open the model from a file; drive run_agent directly with the scripted host.
         // One event loop for the harness: the engine may drop a finished
         // request's callbacks (which hold executors) after a run returns.
@@ -227,6 +232,87 @@ TEST_CASE("a tool that hangs is cut off at its timeout and the run goes on") {
     CHECK_FALSE(out.calls[0].ok);
     CHECK(out.calls[0].result.find("timed out after 50 ms") != std::string::npos);
     CHECK(out.calls[0].end_ms - out.calls[0].start_ms < 1000);
+}
+
+// A tool that holds its work back in begin(): an hour on a timer bound to
+// the call's cut-off signal.
+class held_tool : public tools::tool {
+public:
+    std::atomic<int> n_invoked{0};
+    bool wait_cut_off = false;
+    std::string_view name() const override { return "held"; }
+    std::string_view description() const override { return "Waits before it works."; }
+    std::string_view parameters_schema() const override { return R"({"type":"object","properties":{},"additionalProperties":false})"; }
+    result<std::string> invoke(std::string_view, const tools::call_context&) override {
+        ++n_invoked;
+        return std::string("done");
+    }
+    void begin(const tools::call_start& start, std::function<void()> work) override {
+        auto timer = std::make_shared<boost::asio::steady_timer>(start.executor, std::chrono::hours(1));
+        timer->async_wait(boost::asio::bind_cancellation_slot(start.cut_off, [this, timer, work, cut_off = start.cut_off](boost::system::error_code ec) mutable {
+            cut_off.clear();
+            if (ec) wait_cut_off = true;
+            else work();
+        }));
+    }
+};
+
+TEST_CASE("a tool waiting to begin its work is cut off by the timeout, and by a cancelled run") {
+    harness h;
+    h.agent->tools.push_back({"held", {}, int64_t{50}, {}});
+    auto held = std::make_shared<held_tool>();
+    auto out = h.run({call("held", "{}"), k_answer_ok}, {}, {held});
+    CHECK(out.verified);
+    REQUIRE(out.calls.size() >= 1);
+    CHECK(out.calls[0].result.find("timed out after 50 ms") != std::string::npos);
+    CHECK(held->wait_cut_off);
+    CHECK(held->n_invoked == 0);
+
+    harness h2;
+    h2.agent->tools.push_back({"held", {}, std::nullopt, {}});
+    auto held2 = std::make_shared<held_tool>();
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
+    std::thread canceller([cancel] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        cancel->store(true);
+    });
+    // Returns only once nothing waits: the hour's timer must have been cut off.
+    auto cancelled = h2.run({call("held", "{}"), k_answer_ok}, {}, {held2}, cancel);
+    canceller.join();
+    CHECK(cancelled.state == "cancelled");
+    CHECK(held2->wait_cut_off);
+    CHECK(held2->n_invoked == 0);
+}
+
+TEST_CASE("a run's tool wrapper wraps every tool it calls, its verify checks too") {
+    // A decorator that forwards everything and notes what it wrapped and started.
+    struct noting_tool : tools::tool {
+        std::shared_ptr<tools::tool> inner;
+        std::shared_ptr<std::vector<std::string>> started;
+        std::string_view name() const override { return inner->name(); }
+        std::string_view description() const override { return inner->description(); }
+        std::string_view parameters_schema() const override { return inner->parameters_schema(); }
+        tools::tool_flags flags() const override { return inner->flags(); }
+        result<std::string> invoke(std::string_view a, const tools::call_context& ctx) override { return inner->invoke(a, ctx); }
+        void begin(const tools::call_start& start, std::function<void()> work) override {
+            started->push_back(std::string(inner->name()));
+            inner->begin(start, std::move(work));
+        }
+    };
+    harness h;
+    std::set<std::string> wrapped;
+    auto started = std::make_shared<std::vector<std::string>>();
+    h.wrap = [&](std::shared_ptr<tools::tool> t) -> std::shared_ptr<tools::tool> {
+        wrapped.insert(std::string(t->name()));
+        auto n = std::make_shared<noting_tool>();
+        n->inner = std::move(t);
+        n->started = started;
+        return n;
+    };
+    auto out = h.run({call("error_summary", "{}"), k_answer_ok});
+    CHECK(out.verified);
+    CHECK(wrapped == std::set<std::string>{"error_summary", "get_trace", "search_logs", "recent_changes", "verify_root_cause"});
+    CHECK(*started == std::vector<std::string>{"error_summary", "verify_root_cause"});
 }
 
 TEST_CASE("budgets: max_steps and the deadline end the run with budget_exhausted") {
