@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/runtime/cli/cli_capture.h"
+
 #include <iostream>
 #include <sstream>
 
@@ -40,15 +42,7 @@ std::vector<command_spec> sample_commands(int* ran = nullptr) {
 
 std::vector<std::string> words(std::initializer_list<const char*> w) { return {w.begin(), w.end()}; }
 
-struct captured_streams {
-    std::ostringstream out, err;
-    std::streambuf* old_out = std::cout.rdbuf(out.rdbuf());
-    std::streambuf* old_err = std::cerr.rdbuf(err.rdbuf());
-    ~captured_streams() {
-        std::cout.rdbuf(old_out);
-        std::cerr.rdbuf(old_err);
-    }
-};
+using tachyon::testing::captured_streams;
 
 }  // namespace
 

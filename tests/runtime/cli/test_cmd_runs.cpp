@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include "tests/runtime/cli/cli_capture.h"
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -17,31 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct captured_streams {
-    std::ostringstream out, err;
-    std::streambuf* old_out = std::cout.rdbuf(out.rdbuf());
-    std::streambuf* old_err = std::cerr.rdbuf(err.rdbuf());
-    ~captured_streams() {
-        std::cout.rdbuf(old_out);
-        std::cerr.rdbuf(old_err);
-    }
-};
-
-struct outcome {
-    int code = -1;
-    std::string out, err;
-};
-
-outcome tachyon_cli(std::vector<std::string> args) {
-    captured_streams cap;
-    outcome o;
-    const auto commands = all_commands();
-    o.code = cli::main_entry(commands, args);
-    std::cout.flush();
-    o.out = cap.out.str();
-    o.err = cap.err.str();
-    return o;
-}
+using testing::tachyon_cli;
 
 struct runs_dir {
     fs::path path = fs::path(TACHYON_BINARY_DIR) / "test_tmp" / ("cmd_runs-" + std::to_string(::getpid()));
