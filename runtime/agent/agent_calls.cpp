@@ -14,7 +14,7 @@ namespace tachyon::agent_detail {
 std::shared_ptr<call_slot> runner::make_call(int step, int index, const std::string& name, const std::string& arguments, bool early) {
     auto slot = std::make_shared<call_slot>(ex_);
     slot->rec.step = step;
-    slot->rec.call_id = "call_" + std::to_string(step) + "_" + std::to_string(index);
+    slot->rec.call_id = call_id_of(step, index);
     slot->rec.name = name;
     slot->rec.arguments = arguments;
     slot->rec.early = early;
@@ -101,7 +101,7 @@ std::shared_ptr<call_slot> runner::take_speculative(const std::string& name, con
             slot->speculative = false;
             slot->rec.speculative = true;
             slot->rec.step = turn_step_;
-            slot->rec.call_id = "call_" + std::to_string(turn_step_) + "_" + std::to_string(index);
+            slot->rec.call_id = call_id_of(turn_step_, index);
             ++out_.n_spec_hits;
             out_.spec_saved_ms += (slot->finished ? slot->rec.end_ms : now_ms()) - slot->rec.start_ms;
             record_start(*slot);

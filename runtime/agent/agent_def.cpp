@@ -98,20 +98,18 @@ private:
     std::string file_;
 };
 
-// Settings: an object of scalar values, kept as text (strings unquoted, others minified).
+// Settings kept as text: strings unquoted, every other value minified.
+std::map<std::string, std::string> settings_text(simdjson::dom::object object) {
+    std::map<std::string, std::string> out;
+    for (auto field : object)
+        out[std::string(field.key)] = field.value.type() == element_type::STRING ? std::string(field.value.get_string().value())
+                                                                                : simdjson::minify(field.value);
+    return out;
+}
+
 result<std::map<std::string, std::string>> read_settings(const reader& r, element v, const std::string& path) {
     TACHYON_TRY(r.object(v, path));
-    std::map<std::string, std::string> out;
-    for (auto field : v.get_object()) {
-        if (field.value.type() == element_type::STRING) {
-            out[std::string(field.key)] = std::string(field.value.get_string().value());
-        } else if (field.value.type() == element_type::OBJECT || field.value.type() == element_type::ARRAY) {
-            out[std::string(field.key)] = simdjson::minify(field.value);
-        } else {
-            out[std::string(field.key)] = simdjson::minify(field.value);
-        }
-    }
-    return out;
+    return settings_text(v.get_object());
 }
 
 std::string file_kind(mode_t mode) {
@@ -621,6 +619,14 @@ result<agent_definition> load_agent_file(const std::string& path, const std::vec
     auto text = read_text_file(path, "the agent file");
     if (!text) return text.err();
     return parse_agent_definition(*text, path, known_tools);
+}
+
+result<std::map<std::string, std::string>> parse_tool_settings(std::string_view json_text) {
+    simdjson::dom::parser parser;
+    simdjson::dom::object object;
+    if (parser.parse(simdjson::padded_string(json_text)).get_object().get(object) != simdjson::SUCCESS)
+        return make_error(errc::invalid_argument, "tool settings: expected a JSON object");
+    return settings_text(object);
 }
 
 std::string_view to_string(agent_input_type type) {

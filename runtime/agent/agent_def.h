@@ -118,6 +118,10 @@ result<std::map<std::string, std::string>> check_run_inputs(const agent_definiti
                                                             const std::map<std::string, std::string>& inputs,
                                                             const input_confinement* confinement = nullptr);
 
+// A tool's settings object as the tools read it: strings as they are, other
+// values as minified JSON. An error when `json_text` is not a JSON object.
+result<std::map<std::string, std::string>> parse_tool_settings(std::string_view json_text);
+
 // Replaces each {name} (name = [A-Za-z_][A-Za-z0-9_]*) with inputs[name].
 // Other braces are left alone. An unknown name is an error naming it and `what`.
 result<std::string> fill_placeholders(std::string_view text, const std::map<std::string, std::string>& inputs,

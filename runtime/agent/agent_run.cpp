@@ -193,10 +193,10 @@ void runner::record(journal::event_body body) {
     if (env_.observer) env_.observer->on_event(e);
 }
 
-void runner::record_rejected_call(int index, std::string name, std::string arguments, std::string error) {
+void runner::record_rejected_call(std::string call_id, std::string name, std::string arguments, std::string error) {
     journal::call_rejected_event e;
     e.step = turn_step_;
-    e.call_id = "call_" + std::to_string(turn_step_) + "_" + std::to_string(index);
+    e.call_id = std::move(call_id);
     e.name = std::move(name);
     e.arguments_json = std::move(arguments);
     e.error = std::move(error);
@@ -214,8 +214,7 @@ void runner::finish(run_outcome& out, std::string state, std::string error) {
     for (const auto& slot : turn_slots_) {
         if (slot->rec.start_ms != 0 || slot->finished) continue;
         slot->finished = true;
-        const int index = std::stoi(slot->rec.call_id.substr(slot->rec.call_id.rfind('_') + 1));
-        record_rejected_call(index, slot->rec.name, slot->rec.arguments, "not run: the run stopped (" + (error.empty() ? state : error) + ")");
+        record_rejected_call(slot->rec.call_id, slot->rec.name, slot->rec.arguments, "not run: the run stopped (" + (error.empty() ? state : error) + ")");
         slot->done.set();
     }
     stop_work();

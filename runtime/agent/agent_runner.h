@@ -38,6 +38,9 @@ inline void collect_identifiers(std::string_view text, std::set<std::string>& ou
 }
 
 // One tool call in flight.
+// The id of the index-th call the model wrote in a step's turn.
+inline std::string call_id_of(int step, int index) { return "call_" + std::to_string(step) + "_" + std::to_string(index); }
+
 struct call_slot {
     run_tool_call rec;
     std::shared_ptr<tools::tool> tool;
@@ -98,7 +101,7 @@ private:
     // Journals `body` (written and handed to the OS), then reports it to the
     // observer: a watcher never sees what the journal does not hold.
     void record(journal::event_body body);
-    void record_rejected_call(int index, std::string name, std::string arguments, std::string error);
+    void record_rejected_call(std::string call_id, std::string name, std::string arguments, std::string error);
     void on_token(int32_t token, run_turn& turn);
     void handle_events();
     std::shared_ptr<call_slot> make_call(int step, int index, const std::string& name, const std::string& arguments, bool early);

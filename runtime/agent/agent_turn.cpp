@@ -146,7 +146,7 @@ std::vector<chat_message> runner::append_results(int step) {
         if (slot->rec.ok) ground(slot->rec.result);
     }
     for (const auto& [index, message] : turn_errors_)
-        by_index[index] = {"error: " + message, "call_" + std::to_string(step) + "_" + std::to_string(index), "call"};
+        by_index[index] = {"error: " + message, call_id_of(step, index), "call"};
     std::vector<chat_message> feedback;
     for (const auto& [index, r] : by_index) {
         if (r.source) record(journal::feedback_event{step, r.call_id, r.source, r.text});
@@ -178,7 +178,7 @@ void runner::handle_events() {
             case tool_call_event::kind::call_error:
                 ++turn_call_errors_;
                 turn_errors_.emplace_back(ev.index, ev.message);
-                record_rejected_call(ev.index, ev.name, {}, ev.message);
+                record_rejected_call(call_id_of(turn_step_, ev.index), ev.name, {}, ev.message);
                 break;
             case tool_call_event::kind::call_complete: {
                 ++turn_calls_;
@@ -187,14 +187,14 @@ void runner::handle_events() {
                     std::string known;
                     for (const auto& t : tools_) known += (known.empty() ? "" : ", ") + std::string(t->name());
                     turn_errors_.emplace_back(ev.index, "unknown tool '" + ev.name + "' (available: " + known + ")");
-                    record_rejected_call(ev.index, ev.name, ev.arguments_json, turn_errors_.back().second);
+                    record_rejected_call(call_id_of(turn_step_, ev.index), ev.name, ev.arguments_json, turn_errors_.back().second);
                     break;
                 }
                 const grounded_values gv = grounding();
                 auto valid = it->second.second->validate(ev.arguments_json, req_.switches.grounding ? &gv : nullptr);
                 if (!valid) {
                     turn_errors_.emplace_back(ev.index, valid.err().message);
-                    record_rejected_call(ev.index, ev.name, ev.arguments_json, valid.err().message);
+                    record_rejected_call(call_id_of(turn_step_, ev.index), ev.name, ev.arguments_json, valid.err().message);
                     break;
                 }
                 if (auto spec = take_speculative(ev.name, ev.arguments_json, ev.index)) {

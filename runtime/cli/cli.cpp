@@ -283,4 +283,15 @@ int main_entry(std::span<const command_spec> commands, std::span<const std::stri
     }
 }
 
+result<std::map<std::string, std::string>> key_values(const std::vector<std::string>& given, std::string_view option) {
+    std::map<std::string, std::string> out;
+    for (const auto& kv : given) {
+        const size_t eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0)
+            return make_error(errc::invalid_argument, "--" + std::string(option) + " '" + kv + "': expected KEY=VALUE");
+        out[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    return out;
+}
+
 }  // namespace tachyon::cli

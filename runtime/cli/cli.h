@@ -88,6 +88,11 @@ struct invocation {
 result<invocation> parse_invocation(std::span<const command_spec> commands, std::span<const std::string> args);
 result<parsed_args> parse(std::span<const command_spec> commands, std::span<const std::string> args);
 
+// The values of a repeatable KEY=VALUE option (`--input a=1 --input b=2`)
+// as a map, the last of a repeated key winning; an item without a key or
+// '=' is an error naming `option` and the item.
+result<std::map<std::string, std::string>> key_values(const std::vector<std::string>& given, std::string_view option);
+
 std::string overview_help(std::span<const command_spec> commands);
 std::string command_help(const command_spec& command);
 

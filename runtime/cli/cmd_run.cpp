@@ -53,12 +53,6 @@ private:
     static std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 };
 
-result<std::pair<std::string, std::string>> split_input(const std::string& kv) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) return make_error(errc::invalid_argument, "--input '" + kv + "': expected KEY=VALUE");
-    return std::make_pair(kv.substr(0, eq), kv.substr(eq + 1));
-}
-
 int run_command(const cli::parsed_args& args) {
     auto fail = [](const std::string& m) {
         std::cerr << "tachyon run: " << m << "\n";
@@ -69,11 +63,9 @@ int run_command(const cli::parsed_args& args) {
     run_request req;
     req.agent = std::make_shared<agent_definition>(std::move(agent).value());
     req.task = *args.get("task");
-    for (const auto& kv : args.get_all("input")) {
-        auto p = split_input(kv);
-        if (!p) return fail(p.err().message);
-        req.inputs[p->first] = p->second;
-    }
+    auto given = cli::key_values(args.get_all("input"), "input");
+    if (!given) return fail(given.err().message);
+    req.inputs = std::move(given).value();
     // The local user's inputs: checked against the agent's declarations, not confined.
     auto inputs = check_run_inputs(*req.agent, req.inputs);
     if (!inputs) return fail(inputs.err().message);

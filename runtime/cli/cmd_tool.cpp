@@ -5,8 +5,6 @@
 // (roots, allowlists) before an agent file relies on them.
 #include <iostream>
 
-#include <simdjson.h>
-
 #include "runtime/agent/agent_def.h"
 #include "runtime/cli/cli.h"
 #include "runtime/constrain/json_schema.h"
@@ -30,32 +28,14 @@ std::string known_tools() {
     return out;
 }
 
-// --settings: a JSON object, kept as an agent file's "settings" are kept
-// (strings as they are, other values as minified JSON), so that the tool
-// reads them the same way.
+// --settings: a JSON object, kept as an agent file's "settings" are kept, so
+// that the tool reads them the same way.
 result<std::map<std::string, std::string>> parse_settings(const std::string& text) {
-    simdjson::dom::parser parser;
-    simdjson::dom::object object;
-    if (parser.parse(simdjson::padded_string(text)).get_object().get(object) != simdjson::SUCCESS)
+    auto settings = parse_tool_settings(text);
+    if (!settings)
         return make_error(errc::invalid_argument, "--settings: expected a JSON object of tool settings such as "
                                                   "'{\"roots\": [\"/srv/docs\"]}', got '" + text + "'");
-    std::map<std::string, std::string> out;
-    for (auto field : object) {
-        std::string_view s;
-        if (field.value.get_string().get(s) == simdjson::SUCCESS) out[std::string(field.key)] = std::string(s);
-        else out[std::string(field.key)] = simdjson::minify(field.value);
-    }
-    return out;
-}
-
-result<std::map<std::string, std::string>> parse_inputs(const std::vector<std::string>& given) {
-    std::map<std::string, std::string> out;
-    for (const auto& kv : given) {
-        const size_t eq = kv.find('=');
-        if (eq == std::string::npos || eq == 0) return make_error(errc::invalid_argument, "--input '" + kv + "': expected KEY=VALUE");
-        out[kv.substr(0, eq)] = kv.substr(eq + 1);
-    }
-    return out;
+    return settings;
 }
 
 int run_tool(const cli::parsed_args& args) {
@@ -75,7 +55,7 @@ int run_tool(const cli::parsed_args& args) {
 
     auto settings = parse_settings(args.get_or("settings", "{}"));
     if (!settings) return complain(exit_usage, settings.err().message);
-    auto inputs = parse_inputs(args.get_all("input"));
+    auto inputs = cli::key_values(args.get_all("input"), "input");
     if (!inputs) return complain(exit_usage, inputs.err().message);
     tool_request request{*name, {}};
     for (const auto& [key, value] : *settings) {

@@ -51,6 +51,14 @@ std::string canonical(const std::string& path) {
     return ec ? path : p.string();
 }
 
+// An event as its journal line, without the newline: what /events serves.
+// The journal's own cap, so the line reads as the writer wrote it.
+std::string event_line(const journal::event& e) {
+    std::string line = journal::to_json_line(e, journal::writer_options{}.max_result_bytes);
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    return line;
+}
+
 }  // namespace
 
 run_record::run_record(std::string id, std::string agent, metrics* m)
@@ -82,12 +90,7 @@ std::shared_ptr<run_record> run_record::from_journal(const journal::run_log& log
     const journal::run_start_event* start = log.start();
     auto r = std::make_shared<run_record>(log.run_id(), start ? start->agent : std::string(), nullptr);
     if (start) r->created_ = epoch_seconds(start->started_at);
-    for (const auto& e : log.events) {
-        // The journal's own cap: the line reads as the writer wrote it.
-        std::string line = journal::to_json_line(e, journal::writer_options{}.max_result_bytes);
-        if (!line.empty() && line.back() == '\n') line.pop_back();
-        r->events_.emplace_back(e.seq, std::move(line));
-    }
+    for (const auto& e : log.events) r->events_.emplace_back(e.seq, event_line(e));
     r->state_ = log.state();
     const journal::final_event* fin = log.final_answer();
     const journal::run_end_event* end = log.end();
@@ -101,8 +104,7 @@ std::shared_ptr<run_record> run_record::from_journal(const journal::run_log& log
 }
 
 void run_record::on_event(const journal::event& e) {
-    std::string line = journal::to_json_line(e, journal::writer_options{}.max_result_bytes);
-    if (!line.empty() && line.back() == '\n') line.pop_back();
+    std::string line = event_line(e);
     std::vector<std::function<void()>> wake;
     {
         std::lock_guard lock(mutex_);

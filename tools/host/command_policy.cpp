@@ -454,16 +454,17 @@ status check_exec_options(std::string_view program, const args_type& args) {
     return {};
 }
 
+bool is_inside(const fs::path& path, const fs::path& root) {
+    auto r = root.begin();
+    auto q = path.begin();
+    for (; r != root.end() && q != path.end() && *r == *q; ++r, ++q) {
+    }
+    return r == root.end() || (std::next(r) == root.end() && r->empty());
+}
+
 status check_path_arguments(const args_type& args, const fs::path& cwd, const std::vector<fs::path>& roots) {
     auto inside_roots = [&roots](const fs::path& p) {
-        for (const auto& root : roots) {
-            auto r = root.begin();
-            auto q = p.begin();
-            for (; r != root.end() && q != p.end() && *r == *q; ++r, ++q) {
-            }
-            if (r == root.end() || (std::next(r) == root.end() && r->empty())) return true;
-        }
-        return false;
+        return std::any_of(roots.begin(), roots.end(), [&p](const fs::path& root) { return is_inside(p, root); });
     };
     auto exists = [](const fs::path& p) {
         struct stat st {};

@@ -46,4 +46,9 @@ status check_exec_options(std::string_view program, const std::vector<std::strin
 status check_path_arguments(const std::vector<std::string>& args, const std::filesystem::path& cwd,
                             const std::vector<std::filesystem::path>& roots);
 
+// True when `path` is `root` or below it, component by component
+// (/data/logs2 is not inside /data/logs; a trailing '/' of root is ignored).
+// Lexical: both paths are expected canonical already.
+bool is_inside(const std::filesystem::path& path, const std::filesystem::path& root);
+
 }  // namespace tachyon::tools

@@ -49,13 +49,6 @@ bool is_executable_file(const fs::path& p) {
     return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
 }
 
-bool is_inside(const fs::path& path, const fs::path& root) {
-    auto p = path.begin();
-    for (auto r = root.begin(); r != root.end(); ++r, ++p)
-        if (p == path.end() || *p != *r) return false;
-    return true;
-}
-
 result<fs::path> real_dir(const fs::path& p) {
     char buf[PATH_MAX];
     if (::realpath(p.c_str(), buf) == nullptr) return make_error(errc::not_found, std::strerror(errno));
