@@ -3,8 +3,8 @@
 #   ./tachyon.sh demo   install what is missing, build (release), run the incident-analysis demo
 #   ./tachyon.sh test   install what is missing, build (release), run the whole test suite
 # and, for CI and contributors:
-#   ./tachyon.sh sanitize  build the sanitize preset (ASan + UBSan) and run the whole suite on it
-#   ./tachyon.sh fuzz [S]  build the libFuzzer targets with clang and run each for S seconds (default 20)
+#   ./tachyon.sh sanitize  build the sanitize preset (clang, ASan + UBSan, the libFuzzer targets) and run the whole suite on it
+#   ./tachyon.sh fuzz [S]  build the libFuzzer targets (sanitize preset) and run each for S seconds (default 20)
 # Both are safe to re-run: packages already present are not reinstalled and
 # the build is incremental.
 set -euo pipefail
@@ -12,11 +12,15 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$root"
 
-build_packages=(g++ cmake make libboost1.81-dev libboost-system1.81-dev libsimdjson-dev libtbb-dev doctest-dev)
-# The client tests (tests/clients/) drive `tachyon serve` with curl, wrk and the openai npm package.
-test_packages=(curl wrk)
-# The fuzz targets need clang with its libFuzzer runtime.
-fuzz_packages=(clang libclang-rt-14-dev)
+build_packages=(g++ cmake make libboost1.81-dev libboost-system1.81-dev libsimdjson-dev libtbb-dev doctest-dev libpq-dev)
+# The client tests (tests/clients/) drive `tachyon serve` with curl, wrk and the openai npm package
+# (tests/clients/mcp/: the MCP SDK and server-everything npm packages; tests/clients/otel/: the OpenTelemetry
+# JS exporter; each test runs npm ci on first use);
+# the runs-in-PostgreSQL tests (tests/runtime/db/) need a PostgreSQL server.
+test_packages=(curl wrk postgresql-15)
+# The sanitize preset builds with clang (its sanitizers compile template-heavy code in half g++'s
+# time) and its libFuzzer runtime.
+clang_packages=(clang libclang-rt-14-dev)
 
 log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
 
@@ -51,6 +55,28 @@ build() {
     cmake --build --preset release -j"$(nproc)"
 }
 
+# The local PostgreSQL cluster for tests/runtime/db/: started, with a role
+# for the current user, and passed to the tests as TACHYON_TEST_PG. A
+# TACHYON_TEST_PG already set names a server to use instead.
+start_test_database() {
+    [ -n "${TACHYON_TEST_PG:-}" ] && return 0
+    command -v pg_ctlcluster >/dev/null || { log "no PostgreSQL here: the database tests will say they are skipped"; return 0; }
+    local sudo=()
+    [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+    if ! pg_lsclusters -h 2>/dev/null | grep -q '^15 *main .*online'; then
+        pg_lsclusters -h 2>/dev/null | grep -q '^15 *main' || "${sudo[@]}" pg_createcluster 15 main >&2
+        "${sudo[@]}" pg_ctlcluster 15 main start >&2 || { log "PostgreSQL did not start: the database tests will say they are skipped"; return 0; }
+    fi
+    local me
+    me=$(id -un)
+    if [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null; then
+        local as_postgres=(su postgres -c)
+        [ "$(id -u)" -ne 0 ] && as_postgres=(sudo -u postgres sh -c)
+        "${as_postgres[@]}" "psql -qtAc \"SELECT 1 FROM pg_roles WHERE rolname = '$me'\" | grep -q 1 || psql -qc 'CREATE ROLE \"$me\" LOGIN CREATEDB'" >&2 || true
+    fi
+    export TACHYON_TEST_PG="host=/var/run/postgresql dbname=postgres"
+}
+
 # The main job: a fresh incident from the incident world, analysed by the
 # shipped model through the agent runtime, ending with a verified root cause.
 demo() {
@@ -83,20 +109,22 @@ case "${1:-}" in
         build
         ensure_packages "${test_packages[@]}"
         ensure_node
+        start_test_database
         log "running the test suite"
         ctest --preset release
         ;;
     sanitize)
-        ensure_packages "${build_packages[@]}" "${test_packages[@]}"
+        ensure_packages "${build_packages[@]}" "${test_packages[@]}" "${clang_packages[@]}"
         ensure_node
-        log "configuring and building (sanitize preset: ASan + UBSan)"
+        start_test_database
+        log "configuring and building (sanitize preset: clang, ASan + UBSan)"
         cmake --preset sanitize >/dev/null
         cmake --build --preset sanitize -j"$(nproc)"
         log "running the test suite under ASan + UBSan"
         ctest --preset sanitize
         ;;
     fuzz)
-        ensure_packages "${build_packages[@]}" "${fuzz_packages[@]}"
+        ensure_packages "${build_packages[@]}" "${clang_packages[@]}"
         log "building and running the fuzz targets"
         tests/fuzz/run_fuzzers.sh "${2:-20}"
         ;;

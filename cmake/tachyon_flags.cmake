@@ -10,19 +10,54 @@ endif()
 if(TACHYON_SANITIZE)
   target_compile_options(tachyon_flags INTERFACE -fsanitize=${TACHYON_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   target_link_options(tachyon_flags INTERFACE -fsanitize=${TACHYON_SANITIZE})
+  # clang 14's function-type check (part of "undefined", which g++ does not
+  # have) makes its assembler fail on the Asio coroutine frames ("Cannot
+  # represent a difference across sections").
+  if(TACHYON_SANITIZE MATCHES "undefined" AND CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    target_compile_options(tachyon_flags INTERFACE -fno-sanitize=function)
+  endif()
 endif()
+# The libFuzzer targets live in the sanitizer build: every library carries
+# libFuzzer's coverage instrumentation there (tachyon_add_library; the tests,
+# linked without libFuzzer, take the sanitizer runtime's no-op hooks), and
+# each fuzz/fuzz_*.cpp becomes a target linked with it (tachyon_add_fuzzers).
+if(TACHYON_FUZZ AND (NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang" OR NOT TACHYON_SANITIZE MATCHES "address"))
+  message(FATAL_ERROR "TACHYON_FUZZ needs clang and TACHYON_SANITIZE with address (the sanitize preset)")
+endif()
+function(tachyon_add_fuzzers dir lib)
+  if(NOT TACHYON_FUZZ)
+    return()
+  endif()
+  file(GLOB fuzzers CONFIGURE_DEPENDS ${dir}/fuzz/fuzz_*.cpp)
+  foreach(f IN LISTS fuzzers)
+    get_filename_component(n ${f} NAME_WE)
+    add_executable(${n} ${f})
+    target_link_options(${n} PRIVATE -fsanitize=fuzzer)
+    target_link_libraries(${n} PRIVATE ${lib})
+  endforeach()
+endfunction()
 target_include_directories(tachyon_flags INTERFACE ${PROJECT_SOURCE_DIR})
 target_compile_definitions(tachyon_flags INTERFACE TACHYON_VERSION="${PROJECT_VERSION}")
 
-# tachyon_add_library(NAME DIR [LINK ...]): a static library from every .cpp of
-# DIR and its sub-folders, so that adding a file never needs a CMake edit.
+# tachyon_add_library(NAME DIR [UNITY] [LINK ...]): a static library from every
+# .cpp of DIR and its sub-folders, so that adding a file never needs a CMake
+# edit. UNITY (with TACHYON_UNITY) compiles it in batches of 8 files: the
+# Asio, Beast and simdjson headers and their templates, most of the time of
+# each file, are then compiled once a batch. Names in a file's anonymous
+# namespace must therefore be unique across its library.
 function(tachyon_add_library name dir)
-  cmake_parse_arguments(arg "" "" "LINK;EXCLUDE" ${ARGN})
+  cmake_parse_arguments(arg "UNITY" "" "LINK;EXCLUDE" ${ARGN})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${dir}/*.cpp)
   foreach(ex IN LISTS arg_EXCLUDE)
     list(FILTER sources EXCLUDE REGEX "${ex}")
   endforeach()
   add_library(${name} STATIC ${sources})
+  if(TACHYON_FUZZ)
+    target_compile_options(${name} PRIVATE -fsanitize=fuzzer-no-link)
+  endif()
+  if(arg_UNITY AND TACHYON_UNITY)
+    set_target_properties(${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  endif()
   # The flags are for building tachyon, not for who links it (an installed package carries none).
   target_link_libraries(${name} PUBLIC $<BUILD_INTERFACE:tachyon_flags> ${arg_LINK})
 endfunction()

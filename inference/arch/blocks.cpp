@@ -1,5 +1,8 @@
 #include "inference/arch/blocks.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "base/assert.h"
 #include "inference/gguf/quant.h"
 #include "inference/kernels/ops.h"
@@ -22,7 +25,7 @@ result<weight_ref> bind_matrix(const gguf_file& file, const std::string& name, i
     if (!has_kernels(t->type)) {
         return make_error(errc::unsupported, file.path() + ": tensor '" + name + "' has type " +
                                                  std::string(to_string(t->type)) +
-                                                 ", which tachyon cannot multiply (supported: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)");
+                                                 ", which tachyon cannot multiply (supported: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs)");
     }
     return weight_ref{t->type, t->data, n_rows, n_cols};
 }
@@ -47,6 +50,16 @@ result<const float*> bind_vector(const gguf_file& file, const std::string& name,
     return static_cast<const float*>(owned.back().data());
 }
 
+weight_ref dequantize_matrix(const weight_ref& w, std::vector<std::vector<float>>& owned) {
+    if (w.data == nullptr || w.type == tensor_type::f32) return w;
+    owned.emplace_back(static_cast<size_t>(w.n_rows * w.n_cols));
+    float* out = owned.back().data();
+    const size_t row = row_bytes(traits_of(w.type), w.n_cols);
+    for (int64_t r = 0; r < w.n_rows; ++r)
+        dequantize_row(w.type, static_cast<const std::byte*>(w.data) + row * static_cast<size_t>(r), out + r * w.n_cols, w.n_cols);
+    return weight_ref{tensor_type::f32, out, w.n_rows, w.n_cols};
+}
+
 void activations::grow(const model_hparams& hp, size_t n) {
     if (n <= n_cap) return;
     n_cap = n;
@@ -60,7 +73,10 @@ void activations::grow(const model_hparams& hp, size_t n) {
     gate.resize(n * hp.n_ff);
     up.resize(n * hp.n_ff);
     out_h.resize(n * hp.n_embd);
-    rope.resize(n * static_cast<size_t>(hp.head_dim));
+    rope.resize(n * static_cast<size_t>(hp.n_rot));
+    if (hp.traits.swa_own_rope) rope_swa.resize(n * static_cast<size_t>(hp.n_rot));
+    if (hp.traits.fused_qkv || hp.traits.fused_gate_up)
+        fused.resize(n * static_cast<size_t>(std::max(hp.n_embd_q() + 2 * hp.n_embd_kv(), 2 * hp.n_ff)));
 }
 
 activation_pool::lease activation_pool::take(const model_hparams& hp, size_t n) {
@@ -101,29 +117,68 @@ void project(kernel_context& ctx, const weight_ref& w, const float* x, int64_t n
 }
 
 void self_attention(kernel_context& ctx, const attention_weights& w, const model_hparams& hp, const forward_batch& batch,
-                    batch_attention& attn, kv_cache& kv, int layer, const float* h, const float* rope_cs,
-                    const attention_buffers& buf, float* out) {
+                    batch_attention& attn, kv_cache& kv, int layer, const float* h, const attention_layer& how,
+                    const attention_buffers& buf, float* fused, float* out) {
     const int64_t n = static_cast<int64_t>(batch.size());
     const int64_t n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv();
     const kernel_isa isa = ctx.isa();
-    project(ctx, w.wq, h, n, buf.q);
-    project(ctx, w.wk, h, n, buf.k);
-    project(ctx, w.wv, h, n, buf.v);
+    if (w.wqkv.data != nullptr) {
+        // One product for Q, K and V, then each row split into the three.
+        project(ctx, w.wqkv, h, n, fused);
+        const int64_t width = n_q + 2 * n_kv;
+        for (int64_t t = 0; t < n; ++t) {
+            const float* row = fused + t * width;
+            std::copy(row, row + n_q, buf.q + t * n_q);
+            std::copy(row + n_q, row + n_q + n_kv, buf.k + t * n_kv);
+            std::copy(row + n_q + n_kv, row + width, buf.v + t * n_kv);
+        }
+    } else {
+        project(ctx, w.wq, h, n, buf.q);
+        project(ctx, w.wk, h, n, buf.k);
+        project(ctx, w.wv, h, n, buf.v);
+    }
     for (int64_t t = 0; t < n; ++t) {
         if (w.bq) add(buf.q + t * n_q, buf.q + t * n_q, w.bq, n_q, isa);
         if (w.bk) add(buf.k + t * n_kv, buf.k + t * n_kv, w.bk, n_kv, isa);
         if (w.bv) add(buf.v + t * n_kv, buf.v + t * n_kv, w.bv, n_kv, isa);
     }
-    rope_apply(buf.q, n, hp.n_head, hp.head_dim, rope_cs, hp.rope);
-    rope_apply(buf.k, n, hp.n_head_kv, hp.head_dim, rope_cs, hp.rope);
-    attn.run(ctx, {batch.seqs, batch.positions, buf.q, buf.k, buf.v, buf.att}, kv, layer);
+    // Each head of q and k is a row of head_dim for the norms.
+    if (w.q_norm) rms_norm(buf.q, buf.q, w.q_norm, n * hp.n_head, hp.head_dim, hp.rms_eps, isa);
+    if (w.k_norm) rms_norm(buf.k, buf.k, w.k_norm, n * hp.n_head_kv, hp.head_dim, hp.rms_eps, isa);
+    if (how.rope_cs) {
+        rope_apply(buf.q, n, hp.n_head, hp.head_dim, hp.n_rot, how.rope_cs, hp.rope);
+        rope_apply(buf.k, n, hp.n_head_kv, hp.head_dim, hp.n_rot, how.rope_cs, hp.rope);
+    }
+    if (hp.attn_temp_scale > 0.0f) {
+        // Far positions get sharper attention: 1 below attn_temp_length.
+        for (int64_t t = 0; t < n; ++t) {
+            const double steps = std::floor(static_cast<double>(batch.positions[static_cast<size_t>(t)]) / hp.attn_temp_length);
+            const float f = static_cast<float>(1.0 + hp.attn_temp_scale * std::log(steps + 1.0));
+            if (f != 1.0f) scale(buf.q + t * n_q, n_q, f);
+        }
+    }
+    attn.run(ctx, {batch.seqs, batch.positions, buf.q, buf.k, buf.v, buf.att}, kv, layer, how.window);
     project(ctx, w.wo, buf.att, n, out);
 }
 
-void swiglu_ffn(kernel_context& ctx, const ffn_weights& w, const float* h, int64_t n, float* gate, float* up, float* out) {
-    project(ctx, w.gate, h, n, gate);
-    project(ctx, w.up, h, n, up);
-    silu_mul(gate, gate, up, n * w.gate.n_rows, ctx.isa());
+void gated_ffn(kernel_context& ctx, const ffn_weights& w, ffn_activation act, const float* h, int64_t n, float* gate, float* up,
+               float* fused, float* out) {
+    const kernel_isa isa = ctx.isa();
+    const int64_t n_ff = w.down.n_cols;
+    if (w.gate.data == nullptr) {
+        // gate and up in one product; the activation reads each row's two halves.
+        project(ctx, w.up, h, n, fused);
+        for (int64_t t = 0; t < n; ++t) {
+            const float* g = fused + t * 2 * n_ff;
+            if (act == ffn_activation::silu) silu_mul(gate + t * n_ff, g, g + n_ff, n_ff, isa);
+            else gelu_tanh_mul(gate + t * n_ff, g, g + n_ff, n_ff);
+        }
+    } else {
+        project(ctx, w.gate, h, n, gate);
+        project(ctx, w.up, h, n, up);
+        if (act == ffn_activation::silu) silu_mul(gate, gate, up, n * n_ff, isa);
+        else gelu_tanh_mul(gate, gate, up, n * n_ff);
+    }
     project(ctx, w.down, gate, n, out);
 }
 

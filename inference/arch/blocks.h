@@ -1,7 +1,9 @@
 // The blocks that llama-family architectures are built of, each a named
 // function over explicit weights and buffers: token embedding, RMSNorm,
-// grouped-query self-attention with RoPE (optional Q/K/V biases), the SwiGLU
-// feed-forward network, the residual add and the output head. Also what
+// grouped-query self-attention with RoPE (optional Q/K/V biases, fused QKV,
+// per-head Q/K norms, sliding window), the gated feed-forward network
+// (SwiGLU or GeGLU, gate and up apart or fused), the residual add and the
+// output head. Also what
 // every architecture needs to bind its tensors and to run forward calls at
 // once: the checked lookup of a matrix or vector by name, and a pool of
 // activation buffers.
@@ -36,6 +38,11 @@ result<weight_ref> bind_matrix(const gguf_file& file, const std::string& name, i
 result<const float*> bind_vector(const gguf_file& file, const std::string& name, int64_t n, std::vector<std::vector<float>>& owned,
                                  bool optional = false);
 
+// The f32 copy of `w` (any type dequantize_row reads), held in a buffer
+// appended to `owned` (exact loading: the forward pass then multiplies
+// floats and quantizes no activation).
+weight_ref dequantize_matrix(const weight_ref& w, std::vector<std::vector<float>>& owned);
+
 // --- activations -----------------------------------------------------------
 
 // Activations of one forward call, grown to the largest batch seen (no
@@ -52,7 +59,9 @@ struct activations {
     std::vector<float> gate;  // [n, n_ff]
     std::vector<float> up;    // [n, n_ff]
     std::vector<float> out_h; // [n_logits, n_embd]
-    std::vector<float> rope;  // [n, head_dim]  cos/sin of each token's angles (rope_table), for every layer
+    std::vector<float> rope;  // [n, n_rot]     cos/sin of each token's angles (rope_table), for every layer
+    std::vector<float> rope_swa;  // [n, n_rot] the same for sliding-window layers with their own angles (traits.swa_own_rope)
+    std::vector<float> fused; // [n, max(n_embd_q + 2 n_embd_kv, 2 n_ff)] fused QKV or gate+up output (phi3), else empty
 
     void grow(const model_hparams& hp, size_t n);
 };
@@ -86,19 +95,28 @@ private:
 // --- blocks ----------------------------------------------------------------
 
 struct attention_weights {
-    weight_ref wq;              // [n_embd_q, n_embd]
+    weight_ref wq;              // [n_embd_q, n_embd]  (empty when fused)
     weight_ref wk;              // [n_embd_kv, n_embd]
     weight_ref wv;              // [n_embd_kv, n_embd]
+    weight_ref wqkv;            // [n_embd_q + 2 n_embd_kv, n_embd]: Q, K, V rows (phi3), or empty
     weight_ref wo;              // [n_embd, n_embd_q]
     const float* bq = nullptr;  // [n_embd_q]  or nullptr (qwen2)
     const float* bk = nullptr;  // [n_embd_kv] or nullptr
     const float* bv = nullptr;  // [n_embd_kv] or nullptr
+    const float* q_norm = nullptr;  // [head_dim] per-head RMSNorm of Q before RoPE, or nullptr (qwen3, gemma3)
+    const float* k_norm = nullptr;  // [head_dim]
 };
 
 struct ffn_weights {
-    weight_ref gate;  // [n_ff, n_embd]
-    weight_ref up;    // [n_ff, n_embd]
+    weight_ref gate;  // [n_ff, n_embd]  (empty when fused)
+    weight_ref up;    // [n_ff, n_embd], or [2 n_ff, n_embd] gate rows then up rows (fused, phi3)
     weight_ref down;  // [n_embd, n_ff]
+};
+
+// What one layer's attention does beyond the weights.
+struct attention_layer {
+    const float* rope_cs;  // [n, hp.n_rot] rope_table of the batch's positions, or nullptr: no RoPE (smollm3's NoPE layers)
+    int window = 0;        // > 0: sliding window of this many positions
 };
 
 // Scratch of self_attention.
@@ -118,18 +136,22 @@ void rms_norm(float* y, const float* x, const float* w, int64_t n, int64_t n_emb
 // y = x Wᵀ for each of n rows.   x: [n, w.n_cols]; y: [n, w.n_rows]
 void project(kernel_context& ctx, const weight_ref& w, const float* x, int64_t n, float* y);
 
-// Grouped-query self-attention of the batch: q, k, v = h Wᵀ (+ bias), RoPE on
-// q and k, k and v stored in `layer` of `kv`, causal attention of every token
-// over its sequence (`attn`), out = att woᵀ.
-//   h: [n, n_embd] normed input; rope_cs: [n, head_dim] (rope_table of the
-//   batch's positions); out: [n, n_embd]
+// Grouped-query self-attention of the batch: q, k, v = h Wᵀ (+ bias), the
+// per-head Q/K norms, RoPE on q and k (where the layer has it), the
+// attention temperature on q (hp.attn_temp_scale), k and v stored in
+// `layer` of `kv`, causal attention of every token over its sequence or its
+// window (`attn`), out = att woᵀ.
+//   h: [n, n_embd] normed input; fused: [n, n_embd_q + 2 n_embd_kv] scratch
+//   when w.wqkv is set; out: [n, n_embd]
 void self_attention(kernel_context& ctx, const attention_weights& w, const model_hparams& hp, const forward_batch& batch,
-                    batch_attention& attn, kv_cache& kv, int layer, const float* h, const float* rope_cs,
-                    const attention_buffers& buf, float* out);
+                    batch_attention& attn, kv_cache& kv, int layer, const float* h, const attention_layer& how,
+                    const attention_buffers& buf, float* fused, float* out);
 
-// out = (silu(h gateᵀ) * (h upᵀ)) downᵀ.
-//   h: [n, n_embd]; gate, up: [n, n_ff] scratch; out: [n, n_embd]
-void swiglu_ffn(kernel_context& ctx, const ffn_weights& w, const float* h, int64_t n, float* gate, float* up, float* out);
+// out = (act(h gateᵀ) * (h upᵀ)) downᵀ, act silu (SwiGLU) or the tanh GELU (GeGLU).
+//   h: [n, n_embd]; gate, up: [n, n_ff] scratch; fused: [n, 2 n_ff] scratch
+//   when gate and up are one matrix; out: [n, n_embd]
+void gated_ffn(kernel_context& ctx, const ffn_weights& w, ffn_activation act, const float* h, int64_t n, float* gate, float* up,
+               float* fused, float* out);
 
 // x += y.   x, y: [n_values]
 void residual_add(float* x, const float* y, int64_t n_values, kernel_isa isa);

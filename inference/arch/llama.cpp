@@ -1,14 +1,19 @@
-// Llama-family architecture: hyper-parameters, tensor binding and the batched
-// forward pass over the shared blocks (blocks.h).
+// The decoder of every family in families.h: hyper-parameters from the
+// family's keys, tensor binding, and the batched forward pass over the
+// shared blocks (blocks.h). The llama block is the plain case; each
+// family's additions (fused projections, Q/K norms, post-norms, GeGLU,
+// scales, caps, sliding windows, NoPE layers, RoPE variants) are branches
+// per layer or per call, outside the kernels' inner loops.
 #include "inference/arch/llama.h"
 
 #include <cmath>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
+#include <unordered_set>
 
 #include "inference/arch/blocks.h"
+#include "inference/arch/families.h"
 #include "inference/gguf/quant.h"
 #include "inference/kernels/batch_attention.h"
 #include "inference/kernels/kernels.h"
@@ -19,25 +24,34 @@ namespace {
 struct layer_weights {
     const float* attn_norm;  // [n_embd]
     attention_weights attn;
+    const float* post_attn_norm = nullptr;  // [n_embd] or nullptr (gemma)
     const float* ffn_norm;   // [n_embd]
     ffn_weights ffn;
+    const float* post_ffn_norm = nullptr;   // [n_embd] or nullptr (gemma)
 };
 
-class llama_model final : public model {
+class decoder_model final : public model {
 public:
     void forward(kernel_context& ctx, const forward_batch& batch, kv_cache& kv, float* logits) override;
+    size_t largest_matrix_bytes() const override;
 
-    status bind(std::unique_ptr<gguf_file> file);
+    status bind(std::unique_ptr<gguf_file> file, const arch_traits& traits, const load_options& options);
 
 private:
     result<weight_ref> matrix(const std::string& name, int64_t n_rows, int64_t n_cols, bool optional = false) {
+        used_.insert(name);
         return bind_matrix(*file_, name, n_rows, n_cols, optional);
     }
     result<const float*> vector(const std::string& name, int64_t n, bool optional = false) {
+        used_.insert(name);
         return bind_vector(*file_, name, n, owned_, optional);
     }
+    status bind_rope(const load_options& options);
+    status check_all_used() const;
+    void dequantize_all();
     void layer(kernel_context& ctx, activations& A, const forward_batch& batch, kv_cache& kv, int il);
     void pack_small_model();
+    std::vector<weight_ref*> matrices();
 
     // Float weights up to this size in all are packed as panels.
     static constexpr size_t max_packed_bytes = size_t{16} << 20;
@@ -46,71 +60,23 @@ private:
     std::vector<layer_weights> layers_;      // [n_layer]
     const float* output_norm_ = nullptr;     // [n_embd]
     weight_ref output_;                      // [n_vocab, n_embd] (token_embd when tied)
-    std::vector<std::vector<float>> owned_;  // norms/biases converted to f32 when stored otherwise
+    rope_angles rope_;                       // the angles of every layer (or of the global ones)
+    rope_angles rope_swa_;                   // of the sliding-window layers (traits.swa_own_rope)
+    std::vector<float> freq_factors_;        // [n_rot / 2] computed llama3 factors, when the file has none
+    std::vector<std::vector<float>> owned_;  // norms/biases converted to f32 when stored otherwise; exact matrices
     std::vector<weight_panels> panels_;      // owners of the weight_ref::panels
+    std::unordered_set<std::string> used_;   // tensor names the binding looked up
     std::optional<batch_attention> attention_;  // made once the shape is known (bind)
     activation_pool pool_;
 };
 
-status llama_model::bind(std::unique_ptr<gguf_file> file) {
+status decoder_model::bind(std::unique_ptr<gguf_file> file, const arch_traits& traits, const load_options& options) {
     file_ = std::move(file);
     model_hparams& hp = hparams_;
     hp.arch = *file_->get_string("general.architecture");
+    hp.traits = traits;
     if (auto name = file_->get_string("general.name")) hp.name = *name;
-    const std::string a = hp.arch + ".";
-    auto need_uint = [&](const std::string& key, int& out) -> status {
-        auto v = file_->get_uint(key);
-        if (!v) return v.err();
-        if (*v == 0 || *v > (1u << 24))
-            return make_error(errc::out_of_range, file_->path() + ": " + key + ": " + std::to_string(*v) + " (expected an integer in [1, 16777216])");
-        out = static_cast<int>(*v);
-        return {};
-    };
-    TACHYON_TRY(need_uint(a + "embedding_length", hp.n_embd));
-    TACHYON_TRY(need_uint(a + "block_count", hp.n_layer));
-    TACHYON_TRY(need_uint(a + "attention.head_count", hp.n_head));
-    TACHYON_TRY(need_uint(a + "feed_forward_length", hp.n_ff));
-    hp.n_head_kv = hp.n_head;
-    if (file_->find(a + "attention.head_count_kv")) TACHYON_TRY(need_uint(a + "attention.head_count_kv", hp.n_head_kv));
-    hp.n_ctx_train = 2048;
-    if (file_->find(a + "context_length")) TACHYON_TRY(need_uint(a + "context_length", hp.n_ctx_train));
-    if (hp.n_embd % hp.n_head != 0 || hp.n_head % hp.n_head_kv != 0) {
-        return make_error(errc::parse_error, file_->path() + ": head counts (" + std::to_string(hp.n_head) + ", kv " +
-                                                 std::to_string(hp.n_head_kv) + ") do not divide embedding_length " + std::to_string(hp.n_embd));
-    }
-    hp.head_dim = hp.n_embd / hp.n_head;
-    if (file_->find(a + "attention.key_length")) TACHYON_TRY(need_uint(a + "attention.key_length", hp.head_dim));
-    hp.n_rot = hp.head_dim;
-    if (file_->find(a + "rope.dimension_count")) TACHYON_TRY(need_uint(a + "rope.dimension_count", hp.n_rot));
-    if (hp.n_rot != hp.head_dim || hp.head_dim % 2 != 0) {
-        return make_error(errc::unsupported, file_->path() + ": rope.dimension_count " + std::to_string(hp.n_rot) +
-                                                 " with head_dim " + std::to_string(hp.head_dim) + " (expected an even head_dim, fully rotated)");
-    }
-    // A NaN, zero or infinite epsilon or rope base loads fine and generates
-    // garbage: each float read here must be finite and > 0 (also as a float,
-    // since the forward pass computes in f32), and a value of the wrong type
-    // is an error rather than a silent default.
-    auto positive_float = [&](const std::string& key, float& out) -> status {
-        if (!file_->find(key)) return {};
-        auto v = file_->get_float(key);
-        if (!v) return v.err();
-        const float f = static_cast<float>(*v);
-        if (!std::isfinite(*v) || !std::isfinite(f) || !(f > 0.0f)) {
-            std::ostringstream os;
-            os << file_->path() << ": " << key << ": " << *v << " (expected a finite number > 0)";
-            return make_error(errc::out_of_range, os.str());
-        }
-        out = f;
-        return {};
-    };
-    TACHYON_TRY(positive_float(a + "attention.layer_norm_rms_epsilon", hp.rms_eps));
-    TACHYON_TRY(positive_float(a + "rope.freq_base", hp.rope_base));
-    // Not read by the llama forward pass, but a file that carries them broken is broken.
-    for (const char* key : {"attention.layer_norm_epsilon", "rope.scaling.factor", "rope.freq_scale"}) {
-        float unused = 0.0f;
-        TACHYON_TRY(positive_float(a + key, unused));
-    }
-    hp.rope = hp.arch == "qwen2" ? rope_mode::neox : rope_mode::normal;
+    TACHYON_TRY(read_hparams(*file_, hp));
 
     const gguf_tensor_info* embd = file_->find_tensor("token_embd.weight");
     if (embd == nullptr) return make_error(errc::not_found, file_->path() + ": missing tensor 'token_embd.weight'");
@@ -123,7 +89,7 @@ status llama_model::bind(std::unique_ptr<gguf_file> file) {
     if (!tok) return tok.err();
     tok_embd_ = *tok;
 
-    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv(), n_ff = hp.n_ff;
+    const int64_t n_embd = hp.n_embd, n_q = hp.n_embd_q(), n_kv = hp.n_embd_kv(), n_ff = hp.n_ff, hd = hp.head_dim;
     layers_.resize(static_cast<size_t>(hp.n_layer));
     for (int il = 0; il < hp.n_layer; ++il) {
         layer_weights& L = layers_[static_cast<size_t>(il)];
@@ -135,33 +101,153 @@ status llama_model::bind(std::unique_ptr<gguf_file> file) {
         L.field = *r_;                     \
     } while (false)
         TACHYON_BIND(attn_norm, vector(p + "attn_norm.weight", n_embd));
-        TACHYON_BIND(attn.wq, matrix(p + "attn_q.weight", n_q, n_embd));
-        TACHYON_BIND(attn.wk, matrix(p + "attn_k.weight", n_kv, n_embd));
-        TACHYON_BIND(attn.wv, matrix(p + "attn_v.weight", n_kv, n_embd));
+        if (traits.fused_qkv) {
+            TACHYON_BIND(attn.wqkv, matrix(p + "attn_qkv.weight", n_q + 2 * n_kv, n_embd));
+        } else {
+            TACHYON_BIND(attn.wq, matrix(p + "attn_q.weight", n_q, n_embd));
+            TACHYON_BIND(attn.wk, matrix(p + "attn_k.weight", n_kv, n_embd));
+            TACHYON_BIND(attn.wv, matrix(p + "attn_v.weight", n_kv, n_embd));
+            TACHYON_BIND(attn.bq, vector(p + "attn_q.bias", n_q, true));
+            TACHYON_BIND(attn.bk, vector(p + "attn_k.bias", n_kv, true));
+            TACHYON_BIND(attn.bv, vector(p + "attn_v.bias", n_kv, true));
+        }
         TACHYON_BIND(attn.wo, matrix(p + "attn_output.weight", n_embd, n_q));
-        TACHYON_BIND(attn.bq, vector(p + "attn_q.bias", n_q, true));
-        TACHYON_BIND(attn.bk, vector(p + "attn_k.bias", n_kv, true));
-        TACHYON_BIND(attn.bv, vector(p + "attn_v.bias", n_kv, true));
+        if (traits.qk_norm) {
+            TACHYON_BIND(attn.q_norm, vector(p + "attn_q_norm.weight", hd));
+            TACHYON_BIND(attn.k_norm, vector(p + "attn_k_norm.weight", hd));
+        }
+        if (traits.post_norms) TACHYON_BIND(post_attn_norm, vector(p + "post_attention_norm.weight", n_embd));
         TACHYON_BIND(ffn_norm, vector(p + "ffn_norm.weight", n_embd));
-        TACHYON_BIND(ffn.gate, matrix(p + "ffn_gate.weight", n_ff, n_embd));
-        TACHYON_BIND(ffn.up, matrix(p + "ffn_up.weight", n_ff, n_embd));
+        if (traits.fused_gate_up) {
+            TACHYON_BIND(ffn.up, matrix(p + "ffn_up.weight", 2 * n_ff, n_embd));
+        } else {
+            TACHYON_BIND(ffn.gate, matrix(p + "ffn_gate.weight", n_ff, n_embd));
+            TACHYON_BIND(ffn.up, matrix(p + "ffn_up.weight", n_ff, n_embd));
+        }
         TACHYON_BIND(ffn.down, matrix(p + "ffn_down.weight", n_embd, n_ff));
+        if (traits.post_norms) TACHYON_BIND(post_ffn_norm, vector(p + "post_ffw_norm.weight", n_embd));
 #undef TACHYON_BIND
         hp.qkv_bias = hp.qkv_bias || L.attn.bq != nullptr;
     }
     auto norm = vector("output_norm.weight", n_embd);
     if (!norm) return norm.err();
     output_norm_ = *norm;
-    auto out = matrix("output.weight", hp.n_vocab, n_embd, /*optional=*/true);
-    if (!out) return out.err();
-    output_ = out->data != nullptr ? *out : tok_embd_;
+    output_ = tok_embd_;
+    if (!traits.tied_only) {
+        auto out = matrix("output.weight", hp.n_vocab, n_embd, /*optional=*/true);
+        if (!out) return out.err();
+        if (out->data != nullptr) output_ = *out;
+    }
     if (output_.data == tok_embd_.data && !has_kernels(tok_embd_.type)) {
         return make_error(errc::unsupported, file_->path() + ": tied output uses token_embd.weight of type " +
                                                  std::string(to_string(tok_embd_.type)) + ", which tachyon cannot multiply");
     }
+    TACHYON_TRY(bind_rope(options));
+    TACHYON_TRY(check_all_used());
+    if (options.exact) dequantize_all();
     pack_small_model();
-    attention_.emplace(attention_shape{hp.n_layer, hp.n_head, hp.n_head_kv, hp.head_dim});
+    attention_shape shape{hp.n_layer, hp.n_head, hp.n_head_kv, hp.head_dim};
+    shape.scale = hp.attention_scale;
+    shape.softcap = hp.attn_softcap;
+    shape.exact = options.exact;
+    attention_.emplace(shape);
     return {};
+}
+
+// The angles of the layers: base, linear or YaRN scaling, frequency factors
+// (rope_freqs, or phi3's LongRoPE pair chosen by the context the caller
+// runs), magnitude.
+status decoder_model::bind_rope(const load_options& options) {
+    const model_hparams& hp = hparams_;
+    const int64_t n_pairs = hp.n_rot / 2;
+    rope_.n_rot = hp.n_rot;
+    rope_.base = hp.rope_base;
+    rope_.freq_scale = hp.rope_freq_scale;
+    rope_.mscale = hp.rope_mscale;
+    if (hp.rope_scaling_type == rope_scaling::yarn) {
+        rope_.ext_factor = 1.0f;
+        rope_yarn_corr_dims(hp.n_rot, hp.n_ctx_orig, hp.rope_base, hp.yarn_beta_fast, hp.yarn_beta_slow, rope_.corr_low, rope_.corr_high);
+    }
+    auto freqs = vector("rope_freqs.weight", n_pairs, true);
+    if (!freqs) return freqs.err();
+    rope_.freq_factors = *freqs;
+    if (rope_.freq_factors == nullptr && hp.rope_scaling_type == rope_scaling::llama3) {
+        // The factors Llama 3's converter would have written (its low/high
+        // frequency factors 1 and 4 unless the file says otherwise).
+        const std::string a = hp.arch + ".rope.scaling.";
+        float low = 1.0f, high = 4.0f;
+        if (auto v = file_->get_float(a + "low_freq_factor")) low = static_cast<float>(*v);
+        if (auto v = file_->get_float(a + "high_freq_factor")) high = static_cast<float>(*v);
+        if (!(low > 0.0f && high > low)) {
+            return make_error(errc::out_of_range, file_->path() + ": " + a + "low_freq_factor / high_freq_factor (expected 0 < low < high)");
+        }
+        auto factor = file_->get_float(a + "factor");
+        if (!factor) return factor.err();
+        freq_factors_.resize(static_cast<size_t>(n_pairs));
+        llama3_freq_factors(freq_factors_.data(), hp.n_rot, hp.rope_base, static_cast<float>(*factor), hp.n_ctx_orig, low, high);
+        rope_.freq_factors = freq_factors_.data();
+    }
+    auto f_long = vector("rope_factors_long.weight", n_pairs, true);
+    if (!f_long) return f_long.err();
+    auto f_short = vector("rope_factors_short.weight", n_pairs, true);
+    if (!f_short) return f_short.err();
+    if ((*f_long == nullptr) != (*f_short == nullptr)) {
+        return make_error(errc::not_found, file_->path() + ": rope_factors_long.weight and rope_factors_short.weight come as a pair (one is missing)");
+    }
+    if (*f_long != nullptr) {
+        if (rope_.freq_factors != nullptr) {
+            return make_error(errc::parse_error, file_->path() + ": both rope_freqs.weight and rope_factors_long/short.weight (expected one kind of factors)");
+        }
+        const int n_ctx = options.n_ctx > 0 ? options.n_ctx : hp.n_ctx_train;
+        hparams_.rope_factors_long = n_ctx > hp.n_ctx_orig;
+        rope_.freq_factors = hp.rope_factors_long ? *f_long : *f_short;
+    }
+    // Sliding-window layers of gemma3 rotate with their own base, unscaled.
+    rope_swa_ = rope_;
+    if (hp.traits.swa_own_rope) {
+        rope_swa_.base = hp.rope_base_swa;
+        rope_swa_.freq_scale = 1.0f;
+        rope_swa_.freq_factors = nullptr;
+        rope_swa_.ext_factor = 0.0f;
+        rope_swa_.mscale = 1.0f;
+    }
+    return {};
+}
+
+// A tensor the binding never looked up would be silently ignored: the
+// model would compute something other than what the file describes.
+status decoder_model::check_all_used() const {
+    for (const gguf_tensor_info& t : file_->tensors()) {
+        if (used_.count(t.name) == 0) {
+            return make_error(errc::unsupported, file_->path() + ": tensor '" + t.name + "' is not used by architecture '" +
+                                                     hparams_.arch + "' (tachyon would ignore it)");
+        }
+    }
+    return {};
+}
+
+std::vector<weight_ref*> decoder_model::matrices() {
+    std::vector<weight_ref*> all;
+    for (auto& L : layers_)
+        for (weight_ref* w : {&L.attn.wq, &L.attn.wk, &L.attn.wv, &L.attn.wqkv, &L.attn.wo, &L.ffn.gate, &L.ffn.up, &L.ffn.down})
+            if (w->data != nullptr) all.push_back(w);
+    return all;
+}
+
+size_t decoder_model::largest_matrix_bytes() const {
+    // the token embeddings are looked up, not multiplied, unless they are the output too
+    size_t largest = output_.bytes();
+    for (const auto& L : layers_)
+        for (const weight_ref* w : {&L.attn.wq, &L.attn.wk, &L.attn.wv, &L.attn.wqkv, &L.attn.wo, &L.ffn.gate, &L.ffn.up, &L.ffn.down})
+            if (w->data != nullptr) largest = std::max(largest, w->bytes());
+    return largest;
+}
+
+void decoder_model::dequantize_all() {
+    const bool tied = output_.data == tok_embd_.data;
+    for (weight_ref* w : matrices()) *w = dequantize_matrix(*w, owned_);
+    tok_embd_ = dequantize_matrix(tok_embd_, owned_);
+    output_ = tied ? tok_embd_ : dequantize_matrix(output_, owned_);
 }
 
 // Float models small enough that their weights stay in cache get their
@@ -169,10 +255,8 @@ status llama_model::bind(std::unique_ptr<gguf_file> file) {
 // and the verification of drafts then multiply without transposes or
 // horizontal sums. Larger models stream their weights from memory, where a
 // second copy would only add to what is read and held.
-void llama_model::pack_small_model() {
-    std::vector<weight_ref*> all;
-    for (auto& L : layers_)
-        for (weight_ref* w : {&L.attn.wq, &L.attn.wk, &L.attn.wv, &L.attn.wo, &L.ffn.gate, &L.ffn.up, &L.ffn.down}) all.push_back(w);
+void decoder_model::pack_small_model() {
+    std::vector<weight_ref*> all = matrices();
     all.push_back(&output_);
     size_t total = 0;
     for (const weight_ref* w : all) {
@@ -188,41 +272,62 @@ void llama_model::pack_small_model() {
     }
 }
 
-// One transformer block: norm → attention → residual → norm → SwiGLU → residual.
-void llama_model::layer(kernel_context& ctx, activations& A, const forward_batch& batch, kv_cache& kv, int il) {
+// One transformer block: norm → attention → (post-norm, scale) → residual →
+// norm → gated FFN → (post-norm, scale) → residual.
+void decoder_model::layer(kernel_context& ctx, activations& A, const forward_batch& batch, kv_cache& kv, int il) {
     const model_hparams& hp = hparams_;
     const layer_weights& L = layers_[static_cast<size_t>(il)];
     const int64_t n = static_cast<int64_t>(batch.size());
     const kernel_isa isa = ctx.isa();
+    const int window = hp.layer_window(il);
+    attention_layer how{nullptr, window};
+    if (hp.layer_rope(il)) how.rope_cs = window > 0 && hp.traits.swa_own_rope ? A.rope_swa.data() : A.rope.data();
 
     rms_norm(A.h.data(), A.x.data(), L.attn_norm, n, hp.n_embd, hp.rms_eps, isa);
-    self_attention(ctx, L.attn, hp, batch, *attention_, kv, il, A.h.data(), A.rope.data(),
-                   {A.q.data(), A.k.data(), A.v.data(), A.att.data()}, A.tmp.data());
+    self_attention(ctx, L.attn, hp, batch, *attention_, kv, il, A.h.data(), how, {A.q.data(), A.k.data(), A.v.data(), A.att.data()},
+                   A.fused.data(), A.tmp.data());
+    if (L.post_attn_norm) rms_norm(A.tmp.data(), A.tmp.data(), L.post_attn_norm, n, hp.n_embd, hp.rms_eps, isa);
+    if (hp.residual_scale != 1.0f) scale(A.tmp.data(), n * hp.n_embd, hp.residual_scale);
     residual_add(A.x.data(), A.tmp.data(), n * hp.n_embd, isa);
 
     rms_norm(A.h.data(), A.x.data(), L.ffn_norm, n, hp.n_embd, hp.rms_eps, isa);
-    swiglu_ffn(ctx, L.ffn, A.h.data(), n, A.gate.data(), A.up.data(), A.tmp.data());
+    gated_ffn(ctx, L.ffn, hp.traits.act, A.h.data(), n, A.gate.data(), A.up.data(), A.fused.data(), A.tmp.data());
+    if (L.post_ffn_norm) rms_norm(A.tmp.data(), A.tmp.data(), L.post_ffn_norm, n, hp.n_embd, hp.rms_eps, isa);
+    if (hp.residual_scale != 1.0f) scale(A.tmp.data(), n * hp.n_embd, hp.residual_scale);
     residual_add(A.x.data(), A.tmp.data(), n * hp.n_embd, isa);
 }
 
-void llama_model::forward(kernel_context& ctx, const forward_batch& batch, kv_cache& kv, float* logits) {
+void decoder_model::forward(kernel_context& ctx, const forward_batch& batch, kv_cache& kv, float* logits) {
     const model_hparams& hp = hparams_;
     TACHYON_ASSERT(batch.size() > 0, "forward of an empty batch");
     const activation_pool::lease set = pool_.take(hp, batch.size());
     activations& A = *set;
+    const int64_t n = static_cast<int64_t>(batch.size());
 
     embed_tokens(tok_embd_, batch.tokens, A.x.data());
-    rope_table(A.rope.data(), static_cast<int64_t>(batch.size()), hp.head_dim, batch.positions.data(), hp.rope_base);
+    if (hp.embedding_scale != 1.0f) scale(A.x.data(), n * hp.n_embd, hp.embedding_scale);
+    rope_table(A.rope.data(), n, batch.positions.data(), rope_);
+    if (hp.traits.swa_own_rope) rope_table(A.rope_swa.data(), n, batch.positions.data(), rope_swa_);
     for (int il = 0; il < hp.n_layer; ++il) layer(ctx, A, batch, kv, il);
     // Final norm and output projection only for the rows that want logits.
     output_logits(ctx, batch, A.x.data(), output_norm_, hp.rms_eps, output_, A.out_h.data(), logits);
+    const int64_t n_values = static_cast<int64_t>(batch.n_logits()) * hp.n_vocab;
+    if (hp.logit_scale != 1.0f) scale(logits, n_values, 1.0f / hp.logit_scale);
+    if (hp.final_softcap > 0.0f) softcap(logits, n_values, hp.final_softcap);
 }
 
 }  // namespace
 
-result<std::unique_ptr<model>> load_llama(std::unique_ptr<gguf_file> file) {
-    auto m = std::make_unique<llama_model>();
-    TACHYON_TRY(m->bind(std::move(file)));
+result<std::unique_ptr<model>> load_decoder(std::unique_ptr<gguf_file> file, const load_options& options) {
+    auto arch = file->get_string("general.architecture");
+    if (!arch) return arch.err();
+    const arch_traits* traits = find_family(*arch);
+    if (traits == nullptr) {
+        return make_error(errc::unsupported, file->path() + ": general.architecture '" + *arch + "' is not supported (expected one of " +
+                                                 family_names() + ")");
+    }
+    auto m = std::make_unique<decoder_model>();
+    TACHYON_TRY(m->bind(std::move(file), *traits, options));
     return std::unique_ptr<model>(std::move(m));
 }
 

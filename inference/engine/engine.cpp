@@ -113,7 +113,7 @@ private:
 engine::engine(std::unique_ptr<model> m, const engine_options& options)
     : model_(std::move(m)),
       options_(options),
-      ctx_(std::make_unique<kernel_context>(options.n_threads)),
+      ctx_(std::make_unique<kernel_context>(engine_threads(*model_, options.n_threads))),
       kv_(kv_config_for(*model_, options)) {
     if (options.prefix_cache) prefix_ = std::make_unique<prefix_cache>(options.block_size);
     if (options.split_prefill) {
@@ -124,11 +124,23 @@ engine::engine(std::unique_ptr<model> m, const engine_options& options)
     thread_ = std::thread([this] { loop(); });
 }
 
+int engine_threads(const model& m, int n_threads) {
+    if (n_threads > 0) return n_threads;
+    const size_t largest = m.largest_matrix_bytes();
+    return largest == 0 ? 1 : default_threads(largest);  // 0: nothing to size it by
+}
+
+int engine::n_threads() const { return ctx_->n_threads(); }
+
 result<std::unique_ptr<engine>> engine::open(const std::string& model_path, const engine_options& options) {
-    if (options.n_ctx <= 0 || options.block_size <= 0 || options.max_batch_tokens <= 0 || options.n_threads <= 0) {
-        return make_error(errc::invalid_argument, "engine options: n_ctx, block_size, max_batch_tokens and n_threads must be positive");
+    if (options.n_ctx <= 0 || options.block_size <= 0 || options.max_batch_tokens <= 0 || options.n_threads < 0) {
+        return make_error(errc::invalid_argument,
+                          "engine options: n_ctx, block_size and max_batch_tokens must be positive, n_threads 0 (automatic) or more");
     }
-    auto m = load_model(model_path);
+    // The context it will run picks phi3's long or short RoPE factors.
+    load_options lo;
+    lo.n_ctx = options.n_ctx;
+    auto m = load_model(model_path, lo);
     if (!m) return m.err();
     return create(std::move(m).value(), options);
 }
@@ -376,6 +388,7 @@ bool engine::admit() {
         const int n_vocab = model_->hparams().n_vocab;
         bool bad = false;
         for (int32_t t : a->req.append) bad = bad || t < 0 || t >= n_vocab;
+        for (int32_t t : a->req.forced) bad = bad || t < 0 || t >= n_vocab;
         if (bad) {
             finish(*a, finish_reason::error, "request holds a token id outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
         } else {
@@ -537,7 +550,20 @@ int engine::sample_rows(active& a, const float* logits, std::span<const int32_t>
                 break;
             }
         }
-        const int32_t token = a.smp.sample(row, s.tokens, allowed);
+        int32_t token = a.smp.sample(row, s.tokens, allowed);
+        if (!a.req.forced.empty()) {
+            const size_t pos = a.generated.size();
+            if (pos >= a.req.forced.size()) {
+                finish(a, finish_reason::error, "generation went on past the " + std::to_string(pos) + " forced tokens");
+                break;
+            }
+            token = a.req.forced[pos];
+            if (!allowed.empty() && !allowed[static_cast<size_t>(token)]) {
+                finish(a, finish_reason::error,
+                       "forced token " + std::to_string(token) + " at position " + std::to_string(pos) + " is not allowed by the constraint");
+                break;
+            }
+        }
         if (a.generated.empty()) a.first_token = clock_type::now();
         a.in_prefill = false;
         a.generated.push_back(token);

@@ -32,8 +32,14 @@ namespace tachyon {
 
 class kernel_context;
 
+// The kernel threads an engine over `m` runs when asked for `n_threads`:
+// that many, or for 0 default_threads of the model's largest matrix (1 for a
+// model whose matmuls are all too small to split, one per hardware thread
+// otherwise).
+int engine_threads(const model& m, int n_threads);
+
 struct engine_options {
-    int n_threads = 1;          // kernel threads; 1 is fastest for tiny models
+    int n_threads = 0;          // kernel threads; 0: as many as pay for the model (engine_threads)
     int n_ctx = 4096;           // KV positions, all sessions together
     int block_size = 16;        // KV positions per block
     int max_batch_tokens = 256; // tokens per forward step (prefill is chunked to fit)
@@ -129,6 +135,13 @@ struct request {
     int n_draft = 0;
     // Drafts from the caller, tried before prompt lookup (any length up to the batch budget).
     draft_callback propose;
+    // Oracle decoding (replaying a recorded run on another model): the i-th
+    // generated token is forced[i], whatever the sampler picks. Each token
+    // still costs what it would (its forward, its logits, the sampler), and
+    // a draft is kept exactly as far as it matches. A forced token the
+    // constraint forbids, or generation past the end of `forced`, ends the
+    // request with an error naming the position. Empty: off.
+    std::vector<int32_t> forced;
 };
 
 class engine {
@@ -144,6 +157,7 @@ public:
 
     const model& get_model() const { return *model_; }
     const engine_options& options() const { return options_; }
+    int n_threads() const;  // the kernel threads decode runs on (engine_threads)
 
     session_id create_session();
     // Drops the session's KV once its running request (if any) ends.

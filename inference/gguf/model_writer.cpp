@@ -67,7 +67,19 @@ status requantize_model(const std::string& in, const std::string& out, tensor_ty
     return w.write(out);
 }
 
-status write_synthetic_llama(const std::string& path, const synthetic_llama_shape& s, tensor_type type, uint64_t seed) {
+status write_synthetic_llama(const std::string& path, const synthetic_llama_shape& shape, tensor_type type, uint64_t seed) {
+    synthetic_llama_shape s = shape;
+    std::vector<std::pair<std::string, gguf_value>> vocab_keys;
+    if (!s.vocab_from.empty()) {
+        auto file = gguf_file::open(s.vocab_from);
+        if (!file) return file.err();
+        for (const auto& [key, value] : (*file)->metadata())
+            if (key.rfind("tokenizer.", 0) == 0) vocab_keys.emplace_back(key, value);
+        auto tokens = (*file)->get_string_array("tokenizer.ggml.tokens");
+        if (!tokens || tokens->empty())
+            return make_error(errc::invalid_argument, s.vocab_from + ": expected a tokenizer (tokenizer.ggml.tokens) to copy");
+        s.n_vocab = static_cast<int>(tokens->size());
+    }
     if (!quantizable_target(type)) {
         return make_error(errc::unsupported, "synthetic model: type " + std::string(to_string(type)) + " is not one of f32, f16, bf16, q8_0, q4_0");
     }
@@ -99,7 +111,10 @@ status write_synthetic_llama(const std::string& path, const synthetic_llama_shap
     w.set_float32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
     w.set_uint32("llama.vocab_size", static_cast<uint32_t>(s.n_vocab));
     // No tokenizer: benchmarks feed token ids. "no_vocab" lets other GGUF engines load it too.
-    w.set_string("tokenizer.ggml.model", "no_vocab");
+    if (vocab_keys.empty()) w.set_string("tokenizer.ggml.model", "no_vocab");
+    for (const auto& [key, value] : vocab_keys)
+        if (key != "tokenizer.chat_template" || s.chat_template.empty()) w.set_value(key, value);
+    if (!s.chat_template.empty()) w.set_string("tokenizer.chat_template", s.chat_template);
     w.add_tensor("token_embd.weight", {s.n_embd, s.n_vocab}, type, random_matrix(s.n_vocab, s.n_embd));
     for (int il = 0; il < s.n_layer; ++il) {
         const std::string p = "blk." + std::to_string(il) + ".";

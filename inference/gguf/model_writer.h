@@ -26,10 +26,16 @@ struct synthetic_llama_shape {
     int n_ff = 1408;
     int n_ctx = 2048;
     bool tied_output = true;
+    // A GGUF file whose tokenizer.* keys the model takes (its vocabulary
+    // size then replaces n_vocab); empty: no tokenizer, for token ids only.
+    std::string vocab_from;
+    // The tokenizer.chat_template text to write (a family's template, for
+    // chat tests on random weights); empty: the vocabulary file's, if any.
+    std::string chat_template;
 };
 
 // Writes a llama-architecture GGUF with weights drawn from N(0, 0.02²)
-// (norms 1) in `type`. No tokenizer: use it with token ids.
+// (norms 1) in `type`, with the shape's tokenizer and chat template.
 status write_synthetic_llama(const std::string& path, const synthetic_llama_shape& shape, tensor_type type, uint64_t seed);
 
 }  // namespace tachyon

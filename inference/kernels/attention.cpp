@@ -634,6 +634,32 @@ TACHYON_AMX_BF16 void attend_bf16(const attention_kv_bf16& kv, const attention_r
 #undef TACHYON_DP3
 #endif
 
+// One row with the features the fast kernels lack (softcap, sliding
+// window), in f32 over the paged blocks; positions outside the window are
+// neither scored nor summed.
+void attend_features(const attention_args& a, int head_dim, kernel_isa isa) {
+    const int first = a.window > 0 ? std::max(0, a.n_pos - a.window) : 0;
+    const int bs = a.block_size;
+    for (int j = first; j < a.n_pos; ++j) {
+        const float* kt = a.k[j / bs] + j % bs;
+        float s = 0.0f;
+        for (int d = 0; d < head_dim; ++d) s += a.q[d] * kt[static_cast<int64_t>(d) * bs];
+        s *= a.scale;
+        if (a.softcap > 0.0f) s = a.softcap * std::tanh(s / a.softcap);
+        a.scores[j] = s;
+    }
+    softmax(a.scores + first, a.n_pos - first, isa);
+    float acc[256];
+    float* out = head_dim <= 256 ? acc : a.out;
+    for (int d = 0; d < head_dim; ++d) out[d] = 0.0f;
+    for (int j = first; j < a.n_pos; ++j) {
+        const float* v = a.v[j / bs] + static_cast<int64_t>(j % bs) * a.stride;
+        const float p = a.scores[j];
+        for (int d = 0; d < head_dim; ++d) out[d] += p * v[d];
+    }
+    if (out != a.out) std::copy(out, out + head_dim, a.out);
+}
+
 template <int HD>
 void attend_hd(const attention_args& a, int head_dim, kernel_isa isa) {
 #if TACHYON_ATTENTION_AVX2
@@ -648,6 +674,7 @@ void attend_hd(const attention_args& a, int head_dim, kernel_isa isa) {
 }  // namespace
 
 void attend(const attention_args& a, int head_dim, kernel_isa isa) {
+    if (a.softcap > 0.0f || a.window > 0) return attend_features(a, head_dim, isa);
 #if TACHYON_ATTENTION_AVX512
     if (isa >= kernel_isa::avx512 && a.block_size == 16) {
         const attention_row row{a.q, a.n_pos, a.scores, a.out};
@@ -701,6 +728,18 @@ void attend_rows_bf16(const attention_kv_bf16& kv, const attention_row* rows, in
 }
 
 void attend_rows(const attention_args& shared, const attention_row* rows, int n_rows, int head_dim, kernel_isa isa) {
+    // Softcap and sliding window: row by row on the kernel that has them.
+    if (shared.softcap > 0.0f || shared.window > 0) {
+        for (int r = 0; r < n_rows; ++r) {
+            attention_args a = shared;
+            a.q = rows[r].q;
+            a.n_pos = rows[r].n_pos;
+            a.scores = rows[r].scores;
+            a.out = rows[r].out;
+            attend_features(a, head_dim, isa);
+        }
+        return;
+    }
 #if TACHYON_ATTENTION_AVX512
     if (isa >= kernel_isa::avx512 && shared.block_size == 16 && attend_rows_avx512_any(shared, rows, n_rows, head_dim))
         return;

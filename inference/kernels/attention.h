@@ -20,9 +20,13 @@ struct attention_args {
     int block_size;            // positions per block
     int stride;                // floats between consecutive V positions (n_kv_head * head_dim)
     int n_pos;                 // attend to positions [0, n_pos)
-    float scale;               // 1 / sqrt(head_dim)
+    float scale;               // score = scale · q·k (1 / sqrt(head_dim) unless the model says otherwise)
     float* scores;             // [n_pos] scratch
     float* out;                // [head_dim]
+    // Features the fast kernels lack: a call that sets one runs the
+    // reference kernel, which has them (on every kernel set).
+    float softcap = 0.0f;      // > 0: score = softcap · tanh(score / softcap) (gemma2)
+    int window = 0;            // > 0: a row of n_pos sees only positions [n_pos - window, n_pos) (sliding window)
 };
 
 void attend(const attention_args& a, int head_dim, kernel_isa isa);

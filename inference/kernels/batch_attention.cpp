@@ -31,7 +31,7 @@ batch_attention::batch_attention(const attention_shape& shape) : shape_(shape) {
                    "batch_attention: n_head must be a multiple of n_head_kv");
 }
 
-void batch_attention::run(kernel_context& ctx, const attention_batch& batch, kv_cache& kv, int il) {
+void batch_attention::run(kernel_context& ctx, const attention_batch& batch, kv_cache& kv, int il, int window) {
     const attention_shape& sh = shape_;
     const size_t n = batch.seqs.size();
     TACHYON_ASSERT(batch.positions.size() == n, "batch_attention: one position per token");
@@ -49,11 +49,13 @@ void batch_attention::run(kernel_context& ctx, const attention_batch& batch, kv_
 
     const int group = sh.n_head / sh.n_head_kv;
     const int bs = kv.config().block_size;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    const float scale = sh.scale > 0.0f ? sh.scale : 1.0f / std::sqrt(static_cast<float>(hd));
     const kernel_isa isa = ctx.isa();
     // Runs of at least min_tokens_bf16 tokens go to AMX-BF16 tiles of 16
-    // rows, where the CPU has them.
-    const bool bf16 = isa >= kernel_isa::amx && group <= max_attention_rows_bf16 && attention_bf16_supported(hd, bs);
+    // rows, where the CPU has them; the tiles have no softcap nor window,
+    // and keep about 16 bits of a product, which the exact computation does not allow.
+    const bool plain = sh.softcap <= 0.0f && window <= 0 && !sh.exact;
+    const bool bf16 = plain && isa >= kernel_isa::amx && group <= max_attention_rows_bf16 && attention_bf16_supported(hd, bs);
     // Tiles: query rows (head, token) that share a KV head and a sequence:
     // the heads of one group, for consecutive tokens.
     struct tile {
@@ -102,7 +104,9 @@ void batch_attention::run(kernel_context& ctx, const attention_batch& batch, kv_
     run_tiles.clear();
     if (!runs.empty()) {
         std::lock_guard lock(tiles_mutex_);
-        if (il == 0) std::erase_if(tiles_, [&](const auto& e) { return !kv.contains(e.first); });
+        // Copies of sequences that are gone, dropped at every call with
+        // prompt runs: with sliding-window layers first (gemma) layer 0 has none.
+        std::erase_if(tiles_, [&](const auto& e) { return !kv.contains(e.first); });
         for (const prompt_run& pr : runs) {
             auto& t = tiles_[pr.seq];
             if (!t) {
@@ -190,7 +194,7 @@ void batch_attention::run(kernel_context& ctx, const attention_batch& batch, kv_
                     v_blocks[b] = kv.v_block(il, blocks[b]) + tl.g * hd;
                 }
             }
-            attention_args shared{nullptr, k_blocks.data(), v_blocks.data(), bs, n_kv, 0, scale, nullptr, nullptr};
+            attention_args shared{nullptr, k_blocks.data(), v_blocks.data(), bs, n_kv, 0, scale, nullptr, nullptr, sh.softcap, window};
             attend_rows(shared, rows, n_rows, hd, isa);
         }
     });

@@ -30,6 +30,9 @@ struct attention_shape {
     int n_head = 0;
     int n_head_kv = 0;
     int head_dim = 0;
+    float scale = 0.0f;    // score = scale · q·k; 0: 1 / sqrt(head_dim)
+    float softcap = 0.0f;  // > 0: score = softcap · tanh(score / softcap) (gemma2)
+    bool exact = false;    // f32 kernels only: no AMX-BF16 tiles (the reference computation)
 };
 
 // The tokens of one forward call as attention sees them, row t for token t.
@@ -53,8 +56,9 @@ public:
     // the sequence is in `kv` or earlier in the batch), then attends each
     // token's query heads over positions 0..its position of its sequence.
     // Two calls may run at once on different sequences (the engine's
-    // prefill/decode split).
-    void run(kernel_context& ctx, const attention_batch& batch, kv_cache& kv, int layer);
+    // prefill/decode split). window > 0: a token at position p sees only
+    // positions p - window + 1 .. p (sliding-window layers).
+    void run(kernel_context& ctx, const attention_batch& batch, kv_cache& kv, int layer, int window = 0);
 
     const attention_shape& shape() const { return shape_; }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "base/assert.h"
 #include "inference/gguf/fp16.h"
@@ -20,59 +21,27 @@ namespace {
 // ---- reference dot products -------------------------------------------------
 // Integer sums are exact; the float accumulation order is the natural one.
 
-float dot_f32(int64_t n, const void* w, const void* x) {
-    const auto* a = static_cast<const float*>(w);
+// Float weights: f32, or f16 / bf16 widened element by element.
+inline float as_f32(float v) { return v; }
+
+template <class Elem, float (*ToF32)(Elem)>
+float dot_float(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const Elem*>(w);
     const auto* b = static_cast<const float*>(x);
     float sum = 0.0f;
-    for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
+    for (int64_t i = 0; i < n; ++i) sum += ToF32(a[i]) * b[i];
     return sum;
 }
 
-float dot_f16(int64_t n, const void* w, const void* x) {
-    const auto* a = static_cast<const uint16_t*>(w);
-    const auto* b = static_cast<const float*>(x);
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n; ++i) sum += fp16_to_fp32(a[i]) * b[i];
-    return sum;
-}
+constexpr auto dot_f32 = dot_float<float, as_f32>;
+constexpr auto dot_f16 = dot_float<uint16_t, fp16_to_fp32>;
+constexpr auto dot_bf16 = dot_float<uint16_t, bf16_to_fp32>;
 
-float dot_bf16(int64_t n, const void* w, const void* x) {
-    const auto* a = static_cast<const uint16_t*>(w);
-    const auto* b = static_cast<const float*>(x);
-    float sum = 0.0f;
-    for (int64_t i = 0; i < n; ++i) sum += bf16_to_fp32(a[i]) * b[i];
-    return sum;
-}
-
-float dot_q8_0(int64_t n, const void* w, const void* x) {
-    const auto* a = static_cast<const block_q8_0*>(w);
-    const auto* b = static_cast<const block_q8_0*>(x);
-    float sum = 0.0f;
-    for (int64_t k = 0; k < n / qk_32; ++k) {
-        int sumi = 0;
-        for (int j = 0; j < qk_32; ++j) sumi += a[k].qs[j] * b[k].qs[j];
-        sum += fp16_to_fp32(a[k].d) * fp16_to_fp32(b[k].d) * static_cast<float>(sumi);
-    }
-    return sum;
-}
-
-float dot_q4_0(int64_t n, const void* w, const void* x) {
-    const auto* a = static_cast<const block_q4_0*>(w);
-    const auto* b = static_cast<const block_q8_0*>(x);
-    float sum = 0.0f;
-    for (int64_t k = 0; k < n / qk_32; ++k) {
-        int sumi = 0;
-        for (int j = 0; j < qk_32 / 2; ++j) {
-            sumi += ((a[k].qs[j] & 0x0f) - 8) * b[k].qs[j];
-            sumi += ((a[k].qs[j] >> 4) - 8) * b[k].qs[j + 16];
-        }
-        sum += fp16_to_fp32(a[k].d) * fp16_to_fp32(b[k].d) * static_cast<float>(sumi);
-    }
-    return sum;
-}
-
-float dot_q4_k(int64_t n, const void* w, const void* x) {
-    const auto* a = static_cast<const block_q4_k*>(w);
+// q4_K and q5_K: eight sub-blocks of 32 with a 6-bit scale and min; q5_K's
+// values take a fifth bit from qh (bit j of qh[l] for sub-block j).
+template <class Block, bool FiveBits>
+float dot_q45_k(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const Block*>(w);
     const auto* b = static_cast<const block_q8_k*>(x);
     float sum = 0.0f;
     for (int64_t k = 0; k < n / qk_k; ++k) {
@@ -84,7 +53,11 @@ float dot_q4_k(int64_t n, const void* w, const void* x) {
             const uint8_t* q = a[k].qs + 32 * (j / 2);
             const int shift = 4 * (j % 2);
             int s = 0;
-            for (int l = 0; l < 32; ++l) s += ((q[l] >> shift) & 0x0f) * b[k].qs[32 * j + l];
+            for (int l = 0; l < 32; ++l) {
+                int v = (q[l] >> shift) & 0x0f;
+                if constexpr (FiveBits) v |= ((a[k].qh[l] >> j) & 1) << 4;
+                s += v * b[k].qs[32 * j + l];
+            }
             sumi += sc * s;
             summ += m * (b[k].bsums[2 * j] + b[k].bsums[2 * j + 1]);
         }
@@ -93,6 +66,9 @@ float dot_q4_k(int64_t n, const void* w, const void* x) {
     }
     return sum;
 }
+
+constexpr auto dot_q4_k = dot_q45_k<block_q4_k, false>;
+constexpr auto dot_q5_k = dot_q45_k<block_q5_k, true>;
 
 float dot_q6_k(int64_t n, const void* w, const void* x) {
     const auto* a = static_cast<const block_q6_k*>(w);
@@ -122,7 +98,117 @@ float dot_q6_k(int64_t n, const void* w, const void* x) {
     return sum;
 }
 
+// q4_1 / q5_1 against q8_1: (d_w * d_x) * sum(q * x) + m * s per block,
+// the min term from the activations' block sums. Quants(block, j) is the
+// unsigned value of element j.
+template <class Block, int (*Quant)(const Block&, int)>
+float dot_with_min(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const Block*>(w);
+    const auto* b = static_cast<const block_q8_1*>(x);
+    float sum = 0.0f;
+    for (int64_t k = 0; k < n / qk_32; ++k) {
+        int sumi = 0;
+        for (int j = 0; j < qk_32; ++j) sumi += Quant(a[k], j) * b[k].qs[j];
+        sum += fp16_to_fp32(a[k].d) * fp16_to_fp32(b[k].d) * static_cast<float>(sumi) +
+               fp16_to_fp32(a[k].m) * fp16_to_fp32(b[k].s);
+    }
+    return sum;
+}
+
+// Small-block types against q8_0: d_w * d_x * sum(q * x) per block, q the
+// signed value of element j.
+template <class Block, int (*Quant)(const Block&, int)>
+float dot_by_q8_0(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const Block*>(w);
+    const auto* b = static_cast<const block_q8_0*>(x);
+    float sum = 0.0f;
+    for (int64_t k = 0; k < n / qk_32; ++k) {
+        int sumi = 0;
+        for (int j = 0; j < qk_32; ++j) sumi += Quant(a[k], j) * b[k].qs[j];
+        sum += fp16_to_fp32(a[k].d) * fp16_to_fp32(b[k].d) * static_cast<float>(sumi);
+    }
+    return sum;
+}
+
+// Element j's nibble of a q4_0-ordered block (low nibbles 0..15, high 16..31).
+inline int nibble_of(const uint8_t* qs, int j) { return j < 16 ? qs[j] & 0x0f : qs[j - 16] >> 4; }
+inline int high_bit_of(const uint8_t* qh, int j) { return ((qh[j / 8] >> (j % 8)) & 1) << 4; }
+
+int quant_q8_0(const block_q8_0& b, int j) { return b.qs[j]; }
+int quant_q4_0(const block_q4_0& b, int j) { return nibble_of(b.qs, j) - 8; }
+int quant_q4_1(const block_q4_1& b, int j) { return nibble_of(b.qs, j); }
+int quant_q5_1(const block_q5_1& b, int j) { return nibble_of(b.qs, j) | high_bit_of(b.qh, j); }
+int quant_q5_0(const block_q5_0& b, int j) { return (nibble_of(b.qs, j) | high_bit_of(b.qh, j)) - 16; }
+int quant_iq4_nl(const block_iq4_nl& b, int j) { return iq4_nl_values[nibble_of(b.qs, j)]; }
+
+constexpr auto dot_q4_1 = dot_with_min<block_q4_1, quant_q4_1>;
+constexpr auto dot_q5_1 = dot_with_min<block_q5_1, quant_q5_1>;
+constexpr auto dot_q8_0 = dot_by_q8_0<block_q8_0, quant_q8_0>;
+constexpr auto dot_q4_0 = dot_by_q8_0<block_q4_0, quant_q4_0>;
+constexpr auto dot_q5_0 = dot_by_q8_0<block_q5_0, quant_q5_0>;
+constexpr auto dot_iq4_nl = dot_by_q8_0<block_iq4_nl, quant_iq4_nl>;
+
+// q3_K and q2_K share their element order: element 128h + 32g + l holds
+// bits 2g..2g+1 of qs[32h + l].
+inline int low2_of(const uint8_t* qs, int e) { return (qs[32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3; }
+
+float dot_q3_k(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const block_q3_k*>(w);
+    const auto* b = static_cast<const block_q8_k*>(x);
+    float sum = 0.0f;
+    for (int64_t k = 0; k < n / qk_k; ++k) {
+        int8_t scales[16];
+        q3_k_scales(a[k].scales, scales);
+        int sumi = 0;
+        for (int s = 0; s < 16; ++s) {
+            int p = 0;
+            for (int e = 16 * s; e < 16 * s + 16; ++e) {
+                const int hbit = (a[k].hmask[e % 32] >> (4 * (e / 128) + (e % 128) / 32)) & 1;
+                p += (low2_of(a[k].qs, e) - (hbit != 0 ? 0 : 4)) * b[k].qs[e];
+            }
+            sumi += scales[s] * p;
+        }
+        sum += fp16_to_fp32(a[k].d) * b[k].d * static_cast<float>(sumi);
+    }
+    return sum;
+}
+
+float dot_q2_k(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const block_q2_k*>(w);
+    const auto* b = static_cast<const block_q8_k*>(x);
+    float sum = 0.0f;
+    for (int64_t k = 0; k < n / qk_k; ++k) {
+        int sumi = 0, summ = 0;
+        for (int s = 0; s < 16; ++s) {
+            int p = 0;
+            for (int e = 16 * s; e < 16 * s + 16; ++e) p += low2_of(a[k].qs, e) * b[k].qs[e];
+            sumi += (a[k].scales[s] & 0x0f) * p;
+            summ += (a[k].scales[s] >> 4) * b[k].bsums[s];
+        }
+        sum += b[k].d * (fp16_to_fp32(a[k].d) * static_cast<float>(sumi) -
+                         fp16_to_fp32(a[k].dmin) * static_cast<float>(summ));
+    }
+    return sum;
+}
+
+float dot_iq4_xs(int64_t n, const void* w, const void* x) {
+    const auto* a = static_cast<const block_iq4_xs*>(w);
+    const auto* b = static_cast<const block_q8_k*>(x);
+    float sum = 0.0f;
+    for (int64_t k = 0; k < n / qk_k; ++k) {
+        int sumi = 0;
+        for (int s = 0; s < 8; ++s) {
+            int p = 0;
+            for (int j = 0; j < 32; ++j) p += iq4_nl_values[nibble_of(a[k].qs + 16 * s, j)] * b[k].qs[32 * s + j];
+            sumi += (iq4_xs_scale(a[k], s) - 32) * p;
+        }
+        sum += fp16_to_fp32(a[k].d) * b[k].d * static_cast<float>(sumi);
+    }
+    return sum;
+}
+
 void quantize_q8_0(const float* x, void* dst, int64_t n) { quantize_row_q8_0(x, static_cast<block_q8_0*>(dst), n); }
+void quantize_q8_1(const float* x, void* dst, int64_t n) { quantize_row_q8_1(x, static_cast<block_q8_1*>(dst), n); }
 void quantize_q8_k(const float* x, void* dst, int64_t n) { quantize_row_q8_k(x, static_cast<block_q8_k*>(dst), n); }
 
 // The reference matmul: one dot product per (token, row).
@@ -141,6 +227,14 @@ constexpr detail::type_kernels scalar_q8_0{gemm_by_dot<dot_q8_0>, dot_q8_0, quan
 constexpr detail::type_kernels scalar_q4_0{gemm_by_dot<dot_q4_0>, dot_q4_0, quantize_q8_0};
 constexpr detail::type_kernels scalar_q4_k{gemm_by_dot<dot_q4_k>, dot_q4_k, quantize_q8_k};
 constexpr detail::type_kernels scalar_q6_k{gemm_by_dot<dot_q6_k>, dot_q6_k, quantize_q8_k};
+constexpr detail::type_kernels scalar_q4_1{gemm_by_dot<dot_q4_1>, dot_q4_1, quantize_q8_1};
+constexpr detail::type_kernels scalar_q5_0{gemm_by_dot<dot_q5_0>, dot_q5_0, quantize_q8_0};
+constexpr detail::type_kernels scalar_q5_1{gemm_by_dot<dot_q5_1>, dot_q5_1, quantize_q8_1};
+constexpr detail::type_kernels scalar_iq4_nl{gemm_by_dot<dot_iq4_nl>, dot_iq4_nl, quantize_q8_0};
+constexpr detail::type_kernels scalar_q2_k{gemm_by_dot<dot_q2_k>, dot_q2_k, quantize_q8_k};
+constexpr detail::type_kernels scalar_q3_k{gemm_by_dot<dot_q3_k>, dot_q3_k, quantize_q8_k};
+constexpr detail::type_kernels scalar_q5_k{gemm_by_dot<dot_q5_k>, dot_q5_k, quantize_q8_k};
+constexpr detail::type_kernels scalar_iq4_xs{gemm_by_dot<dot_iq4_xs>, dot_iq4_xs, quantize_q8_k};
 
 const detail::type_kernels& kernels_of(kernel_isa isa, tensor_type weight) {
     const detail::type_kernels* k = isa >= kernel_isa::amx        ? detail::amx_kernels(weight)
@@ -152,9 +246,6 @@ const detail::type_kernels& kernels_of(kernel_isa isa, tensor_type weight) {
     return *k;
 }
 
-// Below this many multiply-adds a matmul runs on one thread: forking and
-// joining costs a few microseconds, as much as ~100k multiply-adds.
-constexpr int64_t min_parallel_macs = int64_t{1} << 17;
 // Rows are handed out in multiples of the AVX2 row tile.
 constexpr int64_t rows_per_unit = 16;
 // Rows per group of weight_panels (rows_by_broadcast's tile in kernels_avx512.cpp).
@@ -172,6 +263,14 @@ const type_kernels* scalar_kernels(tensor_type weight) {
         case tensor_type::q4_0: return &scalar_q4_0;
         case tensor_type::q4_k: return &scalar_q4_k;
         case tensor_type::q6_k: return &scalar_q6_k;
+        case tensor_type::q4_1: return &scalar_q4_1;
+        case tensor_type::q5_0: return &scalar_q5_0;
+        case tensor_type::q5_1: return &scalar_q5_1;
+        case tensor_type::iq4_nl: return &scalar_iq4_nl;
+        case tensor_type::q2_k: return &scalar_q2_k;
+        case tensor_type::q3_k: return &scalar_q3_k;
+        case tensor_type::q5_k: return &scalar_q5_k;
+        case tensor_type::iq4_xs: return &scalar_iq4_xs;
         default: return nullptr;
     }
 }
@@ -215,6 +314,14 @@ bool cpu_has_avx512() {
     unsigned lo = 0, hi = 0;
     __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     return (lo & 0xE6u) == 0xE6u;
+}
+
+bool detail::cpu_is_amd() {
+    static const bool amd = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_is("amd") != 0;
+    }();
+    return amd;
 }
 
 bool cpu_has_amx() {
@@ -262,9 +369,17 @@ bool has_kernels(tensor_type weight) { return detail::scalar_kernels(weight) != 
 tensor_type activation_type(tensor_type weight) {
     switch (weight) {
         case tensor_type::q8_0:
-        case tensor_type::q4_0: return tensor_type::q8_0;
+        case tensor_type::q4_0:
+        case tensor_type::q5_0:
+        case tensor_type::iq4_nl: return tensor_type::q8_0;
+        case tensor_type::q4_1:
+        case tensor_type::q5_1: return tensor_type::q8_1;
+        case tensor_type::q2_k:
+        case tensor_type::q3_k:
         case tensor_type::q4_k:
-        case tensor_type::q6_k: return tensor_type::q8_k;
+        case tensor_type::q5_k:
+        case tensor_type::q6_k:
+        case tensor_type::iq4_xs: return tensor_type::q8_k;
         default: return tensor_type::f32;
     }
 }
@@ -297,6 +412,17 @@ void kernel_context::run_parallel(int64_t n, int64_t grain, void (*body)(const v
     // the weights.
     if (!team_) team_ = std::make_unique<thread_team>(n_threads_);
     team_->run(n, grain, body, fn);
+}
+
+int matmul_threads(const kernel_context& ctx, tensor_type weight, int64_t n_rows, int64_t n_cols, int64_t n_tokens) {
+    if (ctx.n_threads() <= 1 || n_rows <= rows_per_unit) return 1;
+    const double work = static_cast<double>(row_size(weight, n_cols)) * static_cast<double>(n_rows) * static_cast<double>(n_tokens);
+    return work < static_cast<double>(min_parallel_matmul_bytes) ? 1 : ctx.n_threads();
+}
+
+int default_threads(size_t largest_matmul_bytes) {
+    if (largest_matmul_bytes < min_parallel_matmul_bytes) return 1;
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols) {
@@ -357,8 +483,7 @@ void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_ro
     // comes from the same kernel however many threads run.
     const int64_t unit = a.panels != nullptr ? panel_rows : rows_per_unit;
     const int64_t n_units = (n_rows + unit - 1) / unit;
-    const int64_t macs = n_rows * n_cols * n_tokens;
-    const int64_t grain = macs < min_parallel_macs ? n_units : 1;
+    const int64_t grain = matmul_threads(ctx, weight, n_rows, n_cols, n_tokens) > 1 ? 1 : n_units;
     ctx.parallel_for(n_units, grain, [&](int64_t u0, int64_t u1) {
         k.gemm(a, u0 * unit, std::min(n_rows, u1 * unit));
     });

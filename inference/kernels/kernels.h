@@ -1,6 +1,6 @@
 // Dot products and matrix multiplication over every weight type tachyon
 // loads, with a portable reference path, an AVX2/FMA/F16C path and an
-// AVX-VNNI path (AVX2 plus 256-bit dpbusd for q8_0 / q4_0) chosen at run time
+// AVX-VNNI path (AVX2 plus 256-bit dpbusd for the 32-element block types) chosen at run time
 // (the binary itself stays plain x86-64). The avx512 level adds AVX-512
 // versions where they pay (attention); elsewhere it runs the AVX-VNNI ones.
 // The amx level multiplies q8_0 / q4_0 batches of 32 tokens and more on AMX
@@ -8,9 +8,10 @@
 //
 // Weights are used in place in their GGUF encoding. Activations are f32 for
 // f32/f16/bf16 weights and are quantized once per matmul call for the
-// quantized types (q8_0 for q8_0 and q4_0 weights, q8_k for q4_k and q6_k),
-// so the inner loops multiply integers and apply the block scales once per
-// block.
+// quantized types (q8_0 for q8_0, q4_0, q5_0 and iq4_nl weights; q8_1, which
+// adds each block's sum, for q4_1 and q5_1; q8_k for q2_k, q3_k, q4_k, q5_k,
+// q6_k and iq4_xs), so the inner loops multiply integers and apply the block
+// scales once per block.
 #pragma once
 
 #include <cstddef>
@@ -56,11 +57,11 @@ kernel_isa select_isa(const char* env_value, bool has_avx2, bool has_avx_vnni = 
 kernel_isa default_isa();
 
 // True for the weight types matmul and vec_dot handle: f32, f16, bf16,
-// q8_0, q4_0, q4_k, q6_k.
+// q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs.
 bool has_kernels(tensor_type weight);
 
 // Format the activations of a dot product with `weight` rows are converted
-// to: f32, q8_0 or q8_k.
+// to: f32, q8_0, q8_1 or q8_k.
 tensor_type activation_type(tensor_type weight);
 
 // Converts n activations to activation_type(weight); dst holds
@@ -109,11 +110,30 @@ private:
 //   y: [n_tokens, n_rows] f32
 // Activations are converted once per call; several tokens share each loaded
 // weight block; rows are split over the context's threads when the product
-// is large enough to pay for the fan-out.
+// is large enough to pay for the fan-out (matmul_threads).
 //   panels: the same weights packed by pack_panels (or nullptr); kernel sets
 //   that have no use for them ignore them.
 void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols,
             const float* x, int64_t n_tokens, float* y, const std::byte* panels = nullptr);
+
+// A matmul splits its rows over the context's threads only when its weight
+// bytes times its tokens reach this: below it, handing the parts out and
+// joining them costs more than the second thread saves. Measured on one
+// thread (bench matmul, weights in cache): 1 MiB takes 34 us (q8_0, 1024 x
+// 1024), the shipped 1M model's largest matrix, the 512 KiB f16 output
+// projection, 12 us and its others 1 to 2 us, where a fan-out whose worker
+// has to be woken costs tens of microseconds; on 2 cores the shipped model
+// decoded 3-4x slower on two threads than on one with every matmul above
+// 128 Ki multiply-adds split.
+constexpr size_t min_parallel_matmul_bytes = size_t{1} << 20;
+
+// The threads a matmul of this shape runs on: 1, or all of ctx's.
+int matmul_threads(const kernel_context& ctx, tensor_type weight, int64_t n_rows, int64_t n_cols, int64_t n_tokens);
+
+// The kernel threads that decode a model fastest, given the weight bytes of
+// its largest matmul: 1 when not even that one would split for one token
+// (more threads would only spin), else one per hardware thread.
+int default_threads(size_t largest_matmul_bytes);
 
 // Float weights (f32, f16, bf16) laid out again for the AVX-512 kernels:
 // every whole group of 32 rows column by column, [n_rows / 32][n_cols][32]

@@ -1,8 +1,9 @@
 // The float-weight (f32, f16, bf16) matmul again with AVX-512: sixteen
 // columns per register, and tiles of 4 weight rows x 4 tokens whose sixteen
 // accumulators stay in registers (AVX2 has room for 4 x 2), and the q8_0 /
-// q4_0 tile with two blocks per register and 512-bit dpbusd (AVX-512 VNNI;
-// q4_0 decode packs four blocks per register). Every function carries
+// q4_0 / q5_0 / iq4_nl tile with two blocks per register and 512-bit dpbusd
+// (AVX-512 VNNI; q4_0 decode packs four blocks per register; q5_0 / q5_1
+// decode adds the fifth bits under byte masks). Every function carries
 // its own target attribute so the file builds for plain x86-64; kernels.cpp
 // only calls in here after checking the CPU (default_isa).
 
@@ -24,6 +25,7 @@
 #define TACHYON_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2,fma,f16c,avxvnni")))
 #define TACHYON_TILE_TARGET TACHYON_AVX512
 #define TACHYON_TILE_VNNI 1
+#define TACHYON_TILE_MASKS 1
 #include "inference/kernels/kernels_q8_tile.h"
 
 namespace tachyon::detail {
@@ -117,6 +119,7 @@ struct float_tile512 {
             for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_setzero_ps();
         const int64_t n = a.n_cols;
         const bool stream = a.n_tokens <= max_stream_tokens;
+        const int64_t ahead = prefetch_distance(a, float_prefetch_bytes);
         int64_t k = 0;
         for (; k + 16 <= n; k += 16) {
             __m512 xv[RN];
@@ -124,7 +127,7 @@ struct float_tile512 {
             for (int j = 0; j < RN; ++j) xv[j] = _mm512_loadu_ps(x[j] + k);
 #pragma GCC unroll 16
             for (int i = 0; i < RM; ++i) {
-                if (stream && ((k * static_cast<int64_t>(sizeof(elem))) & 63) == 0) prefetch_l2(w[i] + k, float_prefetch_bytes);
+                if (stream && ((k * static_cast<int64_t>(sizeof(elem))) & 63) == 0) prefetch_l2(w[i] + k, ahead);
                 const __m512 wv = L::load16(w[i] + k);
 #pragma GCC unroll 16
                 for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_fmadd_ps(wv, xv[j], acc[i][j]);
@@ -295,7 +298,9 @@ constexpr int64_t min_tokens_broadcast = 32;
 
 // One token against rows shorter than this runs the AVX2 tile: a 16-wide
 // loop of a few steps does not pay for its wider horizontal sums (measured
-// on a model with 128-wide rows: decode 6 % slower). Several tokens take
+// on a model with 128-wide rows: decode 6 % slower). On AMD every one-token
+// float matmul does (Zen 5, f16 from DRAM, `tachyon bench matmul --type f16
+// --tokens 1 --mib 256`: 33 against 29 GB/s). Several tokens take
 // the 4 x 4 tile whatever the width: each weight vector loaded and
 // converted serves 4 tokens instead of 2.
 constexpr int64_t min_cols_512 = 256;
@@ -313,6 +318,7 @@ void gemm_by_width(const gemm_args& a, int64_t r0, int64_t r1) {
         r0 = rows_by_broadcast<L>::run(a, r0, r1);
     if (r0 >= r1) return;
     if (a.n_cols < min_cols_512 && a.n_tokens < 4) return avx2_kernels(T)->gemm(a, r0, r1);
+    if (a.n_tokens == 1 && cpu_is_amd()) return avx2_kernels(T)->gemm(a, r0, r1);
     gemm<float_tile512<L>>(a, r0, r1);
 }
 
@@ -327,6 +333,17 @@ TACHYON_AVX512 inline __m512 scale_pair(uint16_t d0, uint16_t d1) {
 
 TACHYON_AVX512 inline __m512i pair_of(__m256i lo, __m256i hi) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+// The nibbles of two 32-element blocks (16 bytes at q0 and at q1) as 64
+// bytes: [low nibbles of q0 | high | low of q1 | high]. Without q1 the upper
+// half holds `fill` (a value whose products the caller cancels).
+TACHYON_AVX512 inline __m512i nibble_pair(const uint8_t* q0, const uint8_t* q1, int fill) {
+    const __m256i lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q0)));
+    const __m256i hi = q1 != nullptr ? _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q1)))
+                                     : _mm256_set1_epi8(static_cast<char>(fill | (fill << 4)));
+    const __m512i q = _mm512_srlv_epi64(pair_of(lo, hi), _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
+    return _mm512_and_si512(q, _mm512_set1_epi8(0x0f));
 }
 
 // The q8 tile again with 512-bit dpbusd: blocks b and b + 1 share a
@@ -353,6 +370,8 @@ struct q8_tile512 {
             for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_setzero_ps();
         const __m512i biases = _mm512_set1_epi8(static_cast<char>(bias));
         const int64_t nb = a.n_cols / qk_32;
+        const bool stream = t == 0 && a.n_tokens <= max_stream_tokens;  // batched decode: fetch the rows ahead
+        const int64_t ahead = prefetch_distance(a, std::is_same_v<block, block_q8_0> ? q8_prefetch_bytes : q4_prefetch_bytes);
         for (int64_t b = 0; b < nb; b += 2) {
             const bool two = b + 1 < nb;
             __m512i xq[RN], x_off[RN];
@@ -368,9 +387,14 @@ struct q8_tile512 {
             }
 #pragma GCC unroll 16
             for (int i = 0; i < RM; ++i) {
-                const __m256i lo = U::quants(w[i][b]);
-                const __m256i hi = two ? U::quants(w[i][b + 1]) : _mm256_setzero_si256();
-                __m512i wq = pair_of(lo, hi);
+                if (stream) prefetch_block_l2(&w[i][b], ahead);  // the pair's blocks: 36 to 68 bytes
+                __m512i wq;
+                if constexpr (std::is_same_v<U, unpack_q4_0>) {
+                    // one shift and one mask for both blocks (x is 0 past an odd last block)
+                    wq = nibble_pair(w[i][b].qs, two ? w[i][b + 1].qs : nullptr, off);
+                } else {
+                    wq = pair_of(U::quants(w[i][b]), two ? U::quants(w[i][b + 1]) : _mm256_setzero_si256());
+                }
                 if constexpr (off == 0) wq = _mm512_xor_si512(wq, _mm512_set1_epi8(static_cast<char>(0x80)));
                 const __m512 dw = scale_pair(w[i][b].d, two ? w[i][b + 1].d : uint16_t{0});
 #pragma GCC unroll 16
@@ -418,11 +442,7 @@ struct q8_decode512 {
             return _mm512_xor_si512(pair_of(lo, hi), _mm512_set1_epi8(static_cast<char>(0x80)));
         } else {
             // [qs(b) | qs(b) | qs(b+1) | qs(b+1)] -> low nibbles, high nibbles, low, high
-            const __m256i lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks[b].qs)));
-            const __m256i hi = two ? _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blocks[b + 1].qs)))
-                                   : _mm256_set1_epi8(static_cast<char>(U::offset | (U::offset << 4)));
-            const __m512i q = _mm512_srlv_epi64(pair_of(lo, hi), _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
-            return _mm512_and_si512(q, _mm512_set1_epi8(0x0f));
+            return nibble_pair(blocks[b].qs, two ? blocks[b + 1].qs : nullptr, U::offset);
         }
     }
 
@@ -531,7 +551,7 @@ struct q8_decode512 {
                 }
 #pragma GCC unroll 16
                 for (int i = 0; i < RM; ++i) {
-                    if constexpr (U::offset == 0) prefetch_l2(w[i] + b * sizeof(block), q8_prefetch_bytes);
+                    if constexpr (U::offset == 0) prefetch_l2(w[i] + b * sizeof(block), prefetch_distance(a, q8_prefetch_bytes));
                     const __m512i wq = weight_pair(w[i], b, two);
 #pragma GCC unroll 16
                     for (int j = 0; j < RN; ++j) {
@@ -553,10 +573,39 @@ struct q8_decode512 {
 };
 
 // Decode (up to 3 tokens) runs q8_decode512; from 4 tokens on, the 4 x 4
-// tiles of q8_tile512.
+// tiles of q8_tile512. On AMD (measured on Zen 5, one token, one thread,
+// `tachyon bench matmul --tokens 1`) q8_decode512 lost to the AVX-VNNI
+// tiles in cache (2 MiB of weights: q8_0 29.5 against 48.2 GB/s, q4_0 18.0
+// against 33.7) and from DRAM (256 MiB: q8_0 16.0 against 39.0, q4_0 9.3
+// against 25.0), its scale gathers and 512-bit shuffles costing more there:
+// decode takes those tiles.
 template <class U, tensor_type T>
 void gemm_q8_by_tokens(const gemm_args& a, int64_t r0, int64_t r1) {
-    if (a.n_tokens < 4) return gemm<q8_decode512<U>>(a, r0, r1);
+    if (a.n_tokens < 4) {
+        if (cpu_is_amd()) return avx_vnni_kernels(T)->gemm(a, r0, r1);
+        return gemm<q8_decode512<U>>(a, r0, r1);
+    }
+    gemm<q8_tile512<U>>(a, r0, r1);
+}
+
+// q5_0 and q5_1 decode: nibble_decode_tile with the fifth bits added under
+// byte masks (measured on Zen 5, `tachyon bench matmul --tokens 1 -t 1`:
+// 2 MiB of weights in cache q5_0 1.16x, q5_1 1.07x the AVX-VNNI tile with
+// its shuffles and compares; from DRAM the same, about 17 and 21 GB/s).
+template <class U, tensor_type T>
+void gemm_q5_decode(const gemm_args& a, int64_t r0, int64_t r1) {
+    if (a.n_tokens == 1) return gemm<nibble_decode_tile<U>>(a, r0, r1);
+    avx_vnni_kernels(T)->gemm(a, r0, r1);
+}
+
+// q5_0 and iq4_nl: prompts take q8_tile512 (measured on Zen 5, 64 tokens
+// against 2816 x 1024 weights, `tachyon bench matmul --tokens 64`: q5_0
+// 1.57x, iq4_nl 1.45x the AVX-VNNI tiles), decode the AVX-VNNI tiles.
+template <class U, tensor_type T>
+void gemm_q8_prompts(const gemm_args& a, int64_t r0, int64_t r1) {
+    if constexpr (std::is_same_v<U, unpack_q5_0>)
+        if (a.n_tokens == 1) return gemm_q5_decode<U, T>(a, r0, r1);
+    if (a.n_tokens < 4) return avx_vnni_kernels(T)->gemm(a, r0, r1);
     gemm<q8_tile512<U>>(a, r0, r1);
 }
 
@@ -571,13 +620,25 @@ const type_kernels* avx512_kernels(tensor_type weight) {
                                    avx2_kernels(tensor_type::q8_0)->quantize};
     static const type_kernels q4_0{gemm_q8_by_tokens<unpack_q4_0, tensor_type::q4_0>, avx_vnni_kernels(tensor_type::q4_0)->dot,
                                    avx2_kernels(tensor_type::q4_0)->quantize};
+    static const type_kernels q5_0{gemm_q8_prompts<unpack_q5_0, tensor_type::q5_0>, avx_vnni_kernels(tensor_type::q5_0)->dot,
+                                   avx2_kernels(tensor_type::q5_0)->quantize};
+    static const type_kernels iq4_nl{gemm_q8_prompts<unpack_iq4_nl, tensor_type::iq4_nl>, avx_vnni_kernels(tensor_type::iq4_nl)->dot,
+                                     avx2_kernels(tensor_type::iq4_nl)->quantize};
+    static const type_kernels q5_1{gemm_q5_decode<unpack_q5_1, tensor_type::q5_1>, avx_vnni_kernels(tensor_type::q5_1)->dot,
+                                   avx2_kernels(tensor_type::q5_1)->quantize};
     switch (weight) {
         case tensor_type::f32: return &f32;
         case tensor_type::f16: return &f16;
         case tensor_type::bf16: return &bf16;
         case tensor_type::q8_0: return &q8_0;
         case tensor_type::q4_0: return &q4_0;
-        default: return avx_vnni_kernels(weight);
+        case tensor_type::q5_0: return &q5_0;
+        case tensor_type::q5_1: return &q5_1;
+        case tensor_type::iq4_nl: return &iq4_nl;
+        default: {
+            const type_kernels* k = avx512_kquant_kernels(weight);
+            return k != nullptr ? k : avx_vnni_kernels(weight);
+        }
     }
 }
 

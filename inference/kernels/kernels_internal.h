@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "inference/gguf/tensor_type.h"
 
@@ -28,17 +29,41 @@ struct type_kernels {
     // f32 -> activation format (nullptr when activations stay f32).
     void (*quantize)(const float* x, void* dst, int64_t n) = nullptr;
 };
+using quantize_fn = void (*)(const float* x, void* dst, int64_t n);
 
 // nullptr for a type without kernels.
 const type_kernels* scalar_kernels(tensor_type weight);
 const type_kernels* avx2_kernels(tensor_type weight);
-// AVX2 plus AVX-VNNI: its own q8_0 / q4_0 kernels, the AVX2 ones otherwise.
+// The AVX2 kernels of the k-quants and iq4_xs (kernels_avx2_kquants.cpp), all
+// with activations quantized by quantize_q8_k; avx2_kernels hands those types on to it.
+const type_kernels* avx2_kquant_kernels(tensor_type weight, quantize_fn quantize_q8_k);
+// AVX2 plus AVX-VNNI: its own kernels of the 32-element block types, the AVX2 ones otherwise.
 const type_kernels* avx_vnni_kernels(tensor_type weight);
-// AVX-512: its own float-weight kernels, the AVX-VNNI ones otherwise.
+// AVX-512: its own float-weight, q8_0 / q4_0 / q5_0 / q5_1 / iq4_nl and
+// k-quant kernels, the AVX-VNNI ones otherwise.
 const type_kernels* avx512_kernels(tensor_type weight);
+// The k-quants' AVX-512 kernels (kernels_avx512_kquants.cpp); nullptr for another type.
+const type_kernels* avx512_kquant_kernels(tensor_type weight);
 // AMX: its own q8_0 / q4_0 matmul for large batches, AVX-512 otherwise.
 const type_kernels* amx_kernels(tensor_type weight);
 // Asks Linux for the AMX tile state; true when granted.
 bool os_grants_amx();
+// True on AMD CPUs, whose AVX-512 decode of q8_0 / q4_0 lost to the 256-bit
+// AVX-VNNI tiles (kernels_avx512.cpp says by how much).
+bool cpu_is_amd();
+
+// The 8 scales (bytes 0..7) and 8 mins (bytes 8..15) of a q4_K / q5_K block,
+// the 12-byte 6-bit packing undone with 32-bit word operations.
+inline void q4_k_unpack_scales(const uint8_t* packed, uint8_t out[16]) {
+    constexpr uint32_t low6 = 0x3f3f3f3f, low4 = 0x0f0f0f0f, low2 = 0x03030303;
+    uint32_t u[4];
+    std::memcpy(u, packed, 12);
+    u[3] = ((u[2] >> 4) & low4) | (((u[1] >> 6) & low2) << 4);  // mins 4..7
+    const uint32_t mins_lo = u[1] & low6;                        // mins 0..3
+    u[1] = (u[2] & low4) | (((u[0] >> 6) & low2) << 4);          // scales 4..7
+    u[2] = mins_lo;
+    u[0] &= low6;                                                // scales 0..3
+    std::memcpy(out, u, 16);
+}
 
 }  // namespace tachyon::detail

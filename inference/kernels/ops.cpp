@@ -2,8 +2,10 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <vector>
 
 #include "base/assert.h"
@@ -168,6 +170,83 @@ void add(float* y, const float* a, const float* b, int64_t n, kernel_isa isa) {
     add_scalar(y, a, b, n);
 }
 
+void rope_yarn_corr_dims(int n_rot, int n_ctx_orig, float base, float beta_fast, float beta_slow, float& low, float& high) {
+    // Pair j turns n_ctx_orig · base^(-2j/n_rot) / 2π times over the
+    // context; solved for j at beta turns.
+    const auto dim = [&](float beta) {
+        return static_cast<double>(n_rot) * std::log(static_cast<double>(n_ctx_orig) / (beta * 2.0 * std::numbers::pi)) /
+               (2.0 * std::log(static_cast<double>(base)));
+    };
+    low = static_cast<float>(std::max(0.0, std::floor(dim(beta_fast))));
+    high = static_cast<float>(std::min(static_cast<double>(n_rot - 1), std::ceil(dim(beta_slow))));
+}
+
+void rope_table(float* cs, int64_t n_tokens, const int32_t* positions, const rope_angles& a) {
+    TACHYON_ASSERT(a.n_rot > 0 && a.n_rot % 2 == 0, "rope: odd n_rot");
+    const int64_t half = a.n_rot / 2;
+    // Per pair, the factors of θ_interp and θ_extrap on the position (in
+    // double, once per call); each angle is then one multiply per token.
+    thread_local std::vector<double> freq;  // [half, 2]
+    freq.resize(static_cast<size_t>(2 * half));
+    for (int64_t j = 0; j < half; ++j) {
+        double extrap = std::pow(static_cast<double>(a.base), -2.0 * static_cast<double>(j) / static_cast<double>(a.n_rot));
+        if (a.freq_factors) extrap /= static_cast<double>(a.freq_factors[j]);
+        const double interp = extrap * static_cast<double>(a.freq_scale);
+        double mix = 0.0;
+        if (a.ext_factor != 0.0f) {
+            const double y = (static_cast<double>(j) - a.corr_low) / std::max(0.001, static_cast<double>(a.corr_high) - a.corr_low);
+            mix = (1.0 - std::clamp(y, 0.0, 1.0)) * a.ext_factor;
+        }
+        freq[static_cast<size_t>(2 * j)] = interp * (1.0 - mix) + extrap * mix;
+    }
+    const double m = a.mscale;
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        float* c = cs + t * a.n_rot;
+        for (int64_t j = 0; j < half; ++j) {
+            const double angle = static_cast<double>(positions[t]) * freq[static_cast<size_t>(2 * j)];
+            c[j] = static_cast<float>(std::cos(angle) * m);
+            c[half + j] = static_cast<float>(std::sin(angle) * m);
+        }
+    }
+}
+
+void rope_apply(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, int64_t n_rot, const float* cs, rope_mode mode) {
+    TACHYON_ASSERT(n_rot % 2 == 0 && n_rot <= head_dim, "rope: n_rot must be even and at most head_dim");
+    const int64_t half = n_rot / 2;
+    for (int64_t t = 0; t < n_tokens; ++t) {
+        const float* c = cs + t * n_rot;
+        for (int64_t h = 0; h < n_heads; ++h) {
+            float* v = x + (t * n_heads + h) * head_dim;
+            for (int64_t i = 0; i < half; ++i) {
+                const int64_t a = mode == rope_mode::normal ? 2 * i : i;
+                const int64_t b = mode == rope_mode::normal ? 2 * i + 1 : i + half;
+                const float co = c[i], si = c[half + i];
+                const float x0 = v[a], x1 = v[b];
+                v[a] = x0 * co - x1 * si;
+                v[b] = x0 * si + x1 * co;
+            }
+        }
+    }
+}
+
+void gelu_tanh_mul(float* y, const float* gate, const float* up, int64_t n) {
+    const float k = 0.7978845608028654f;  // sqrt(2/π)
+    for (int64_t i = 0; i < n; ++i) {
+        const float g = gate[i];
+        y[i] = 0.5f * g * (1.0f + std::tanh(k * (g + 0.044715f * g * g * g))) * up[i];
+    }
+}
+
+void softcap(float* x, int64_t n, float cap) {
+    TACHYON_ASSERT(cap > 0.0f, "softcap: cap must be > 0");
+    const float inv = 1.0f / cap;
+    for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
+}
+
+void scale(float* x, int64_t n, float s) {
+    for (int64_t i = 0; i < n; ++i) x[i] *= s;
+}
+
 void rope_table(float* cs, int64_t n_tokens, int64_t head_dim, const int32_t* positions, float theta_base) {
     TACHYON_ASSERT(head_dim % 2 == 0, "rope: odd head_dim");
     const int64_t half = head_dim / 2;
@@ -187,21 +266,7 @@ void rope_table(float* cs, int64_t n_tokens, int64_t head_dim, const int32_t* po
 
 void rope_apply(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const float* cs, rope_mode mode) {
     TACHYON_ASSERT(head_dim % 2 == 0, "rope: odd head_dim");
-    const int64_t half = head_dim / 2;
-    for (int64_t t = 0; t < n_tokens; ++t) {
-        const float* c = cs + t * head_dim;
-        for (int64_t h = 0; h < n_heads; ++h) {
-            float* v = x + (t * n_heads + h) * head_dim;
-            for (int64_t i = 0; i < half; ++i) {
-                const int64_t a = mode == rope_mode::normal ? 2 * i : i;
-                const int64_t b = mode == rope_mode::normal ? 2 * i + 1 : i + half;
-                const float co = c[i], si = c[half + i];
-                const float x0 = v[a], x1 = v[b];
-                v[a] = x0 * co - x1 * si;
-                v[b] = x0 * si + x1 * co;
-            }
-        }
-    }
+    rope_apply(x, n_tokens, n_heads, head_dim, head_dim, cs, mode);  // every dimension rotated
 }
 
 void rope(float* x, int64_t n_tokens, int64_t n_heads, int64_t head_dim, const int32_t* positions,

@@ -43,6 +43,8 @@ void runner::record_call(const call_slot& slot) {
     if (env_.observer) env_.observer->on_tool_end(slot.rec);
 }
 
+// The intent: written (fdatasync'ed for a tool with side effects) before
+// the tool begins, so that a resume knows the call may have run.
 void runner::record_start(const call_slot& slot) {
     if (ended_) return;
     journal::tool_start_event e;
@@ -53,6 +55,8 @@ void runner::record_start(const call_slot& slot) {
     e.start_ms = slot.rec.start_ms;
     e.early = slot.rec.early;
     e.speculative = slot.rec.speculative;
+    e.read_only = slot.tool && slot.tool->flags().read_only;
+    e.idempotency_key = idempotency_key(out_.run_id, slot.rec);
     record(std::move(e));
     if (env_.observer) env_.observer->on_tool_start(slot.rec);
 }
@@ -123,6 +127,7 @@ void runner::discard_speculative() {
 
 void runner::stop_work() {
     if (current_request_ != 0) env_.host->eng().cancel(current_request_);
+    if (remote_stream_) remote_stream_->cancel();
     for (auto& w : live_calls_) {
         if (auto slot = w.lock(); slot && !slot->finished) {
             slot->cancel.store(true);
@@ -143,7 +148,93 @@ void runner::watch_cancel() {
     });
 }
 
+bool runner::requires_approval(const std::string& tool) const {
+    for (const auto& t : agent_->tools)
+        if (t.name == tool) return t.requires_approval;
+    return false;
+}
+
+// Parks the run on `slot`: journaled as pending, finished here without
+// running; the loop ends the run in `state` once the turn's other calls are
+// done, and a resume with a decision takes it from there.
+void runner::park(const std::shared_ptr<call_slot>& slot, std::string state, std::string reason, std::string message) {
+    slot->parked = true;
+    slot->finished = true;
+    if (slot->rec.start_ms == 0) slot->rec.start_ms = now_ms();
+    journal::call_pending_event e;
+    e.step = slot->rec.step;
+    e.call_id = slot->rec.call_id;
+    e.name = slot->rec.name;
+    e.arguments_json = slot->rec.arguments;
+    e.reason = std::move(reason);
+    e.message = message;
+    out_.pending.push_back(e);
+    record(std::move(e));
+    if (!park_) park_ = stop_reason{std::move(state), std::move(message)};
+    slot->done.set();
+}
+
+bool runner::settle_before_start(const std::shared_ptr<call_slot>& slot) {
+    if (slot->speculative) return false;  // read-only, and not the model's call yet
+    const run_tool_call& c = slot->rec;
+    const bool read_only = slot->tool && slot->tool->flags().read_only;
+    // 1. A result the journal holds: the model reads it again; nothing runs.
+    if (replay_) {
+        if (const auto* r = replay_->result(c.call_id, c.name, c.arguments)) {
+            slot->rec.start_ms = r->start_ms;
+            slot->rec.end_ms = r->end_ms;
+            slot->rec.ok = r->ok;
+            slot->rec.result = r->ok ? r->result : r->error;
+            slot->rec.replayed = true;
+            slot->finished = true;
+            out_.calls.push_back(slot->rec);
+            slot->done.set();
+            return true;
+        }
+    }
+    const call_decision* decided = replay_ ? replay_->decision(c.call_id) : nullptr;
+    // 2. Approval, asked once per call (the decision is journaled).
+    if (requires_approval(c.name)) {
+        if (!decided || (decided->action != "approve" && decided->action != "reject")) {
+            std::optional<call_decision> d = req_.approve ? req_.approve(c) : std::nullopt;
+            if (!d) {
+                park(slot, "awaiting_approval", "approval",
+                     "call " + c.call_id + " of " + c.name + " " + c.arguments + " requires approval: approve or reject it");
+                return true;
+            }
+            d->call_id = c.call_id;
+            record(journal::decision_event{d->call_id, d->action, d->reason});
+            if (replay_) replay_->add_decision(*d);
+            approval_ = *d;
+            decided = &approval_;
+        }
+        if (decided->action == "reject") {
+            slot->rec.start_ms = now_ms();
+            finish_call(slot, false, c.name + ": rejected by a person" + (decided->reason.empty() ? "" : ": " + decided->reason));
+            return true;
+        }
+    }
+    // 3. Started by an earlier process without a result: it may have run.
+    if (replay_ && replay_->maybe_ran(c.call_id, c.name, c.arguments) && !read_only) {
+        if (!decided || (decided->action != "retry" && decided->action != "skip")) {
+            park(slot, "needs_attention", "attention",
+                 "call " + c.call_id + " of " + c.name + " " + c.arguments +
+                     " was started before the run's process stopped and may have run; it is not read-only, so it runs "
+                     "again only when a person decides: retry or skip");
+            return true;
+        }
+        if (decided->action == "skip") {
+            slot->rec.start_ms = now_ms();
+            finish_call(slot, false, c.name + ": not run: skipped by a person after an interruption" +
+                                         (decided->reason.empty() ? "" : ": " + decided->reason));
+            return true;
+        }
+    }
+    return false;  // run it (again, for a read-only call or a retry)
+}
+
 void runner::start_call(const std::shared_ptr<call_slot>& slot) {
+    if (settle_before_start(slot)) return;
     slot->rec.start_ms = now_ms();
     live_calls_.push_back(slot);
     if (!slot->speculative) record_start(*slot);
@@ -152,7 +243,11 @@ void runner::start_call(const std::shared_ptr<call_slot>& slot) {
         finish_call(slot, false, slot->rec.name + ": cancelled");
         return;
     }
+    // The agent file's timeout for this tool; else the tool's own bound
+    // (MCP: its client times the request out first, and tells the server),
+    // with a second's grace; else the run's default.
     int64_t timeout_ms = agent_->budgets.tool_timeout_ms;
+    if (const int64_t own = slot->tool->flags().max_duration_ms; own > 0) timeout_ms = std::max(timeout_ms, own + 1000);
     for (const auto& t : agent_->tools)
         if (t.name == slot->rec.name && t.timeout_ms) timeout_ms = *t.timeout_ms;
     slot->timeout.expires_after(std::chrono::milliseconds(timeout_ms));
@@ -171,8 +266,11 @@ void runner::start_call(const std::shared_ptr<call_slot>& slot) {
 void runner::run_call(const std::shared_ptr<call_slot>& slot) {
     auto ex = ex_;
     // The pool thread holds the runner alive: a timed-out call may finish after the run.
-    asio::post(*env_.tool_pool, [this, self = shared_from_this(), slot, ex] {
-        tools::call_context ctx{&slot->cancel};
+    // The key stays the same for this call in every process of the run.
+    auto key = std::make_shared<const std::string>(idempotency_key(out_.run_id, slot->rec));
+    auto traceparent = std::make_shared<const std::string>(call_traceparent(slot->rec.call_id));
+    asio::post(*env_.tool_pool, [this, self = shared_from_this(), slot, ex, key, traceparent] {
+        tools::call_context ctx{&slot->cancel, *key, *traceparent};
         result<std::string> r = make_error(errc::internal, "tool threw");
         try {
             r = slot->tool->invoke(slot->rec.arguments, ctx);

@@ -17,10 +17,70 @@
 #include "runtime/constrain/json_schema.h"
 #include "runtime/common/json_util.h"
 #include "runtime/constrain/schema_pattern.h"
+#include "runtime/agent/agent_file_util.h"
 #include "runtime/agent/tool_catalog.h"
+#include "tools/mcp/http_transport.h"
+#include "runtime/formats/chat_format.h"
+#include "runtime/remote/remote_model.h"
 
 namespace tachyon {
+namespace agent_file {
+
+std::string file_kind(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+// A tool root setting's directories: "root" is one path; "roots" a JSON
+// array of paths or one path (as tool_catalog reads it).
+std::vector<std::string> root_paths(const std::string& key, const std::string& value) {
+    if (key == "root" || value.empty() || value.front() != '[') return {value};
+    std::vector<std::string> out;
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    if (parser.parse(simdjson::padded_string(value)).get(doc) || !doc.is_array()) return out;  // the tool reports the shape
+    for (simdjson::dom::element e : doc.get_array()) {
+        std::string_view sv;
+        if (!e.get_string().get(sv)) out.emplace_back(sv);
+    }
+    return out;
+}
+
+bool is_root_key(const std::string& key) { return key == "root" || key == "roots"; }
+
+status check_root_dirs(const std::string& where, const std::string& key, const std::string& value, const std::string& from) {
+    for (const auto& dir : root_paths(key, value)) {
+        std::error_code ec;
+        if (!std::filesystem::is_directory(dir, ec))
+            return make_error(errc::not_found, where + ": '" + dir + "'" + from + " is not a directory (a tool root must be an existing directory)");
+    }
+    return {};
+}
+
+void collect_placeholders(std::string_view text, std::set<std::string>& out) {
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] != '{') continue;
+        size_t j = i + 1;
+        auto ident = [](char c, bool first) {
+            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (!first && c >= '0' && c <= '9');
+        };
+        while (j < text.size() && ident(text[j], j == i + 1)) ++j;
+        if (j > i + 1 && j < text.size() && text[j] == '}') out.insert(std::string(text.substr(i + 1, j - i - 1)));
+    }
+}
+
+}  // namespace agent_file
+
 namespace {
+
+using agent_file::check_root_dirs;
+using agent_file::collect_placeholders;
+using agent_file::file_kind;
+using agent_file::is_root_key;
 
 using simdjson::dom::element;
 using simdjson::dom::element_type;
@@ -110,15 +170,6 @@ std::map<std::string, std::string> settings_text(simdjson::dom::object object) {
 result<std::map<std::string, std::string>> read_settings(const reader& r, element v, const std::string& path) {
     TACHYON_TRY(r.object(v, path));
     return settings_text(v.get_object());
-}
-
-std::string file_kind(mode_t mode) {
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISFIFO(mode)) return "a FIFO";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISSOCK(mode)) return "a socket";
-    return "not a regular file";
 }
 
 struct fd_closer {
@@ -277,42 +328,107 @@ bool is_identifier(std::string_view s) {
     return true;
 }
 
-// A tool root setting's directories: "root" is one path; "roots" a JSON
-// array of paths or one path (as tool_catalog reads it).
-std::vector<std::string> root_paths(const std::string& key, const std::string& value) {
-    if (key == "root" || value.empty() || value.front() != '[') return {value};
+result<std::vector<std::string>> string_array(const reader& r, element v, const std::string& path) {
+    if (v.type() != element_type::ARRAY) return r.fail(path, "expected an array of strings, got " + json::kind_name(v.type()));
     std::vector<std::string> out;
-    simdjson::dom::parser parser;
-    element doc;
-    if (parser.parse(simdjson::padded_string(value)).get(doc) || !doc.is_array()) return out;  // the tool reports the shape
-    for (element e : doc.get_array()) {
-        std::string_view sv;
-        if (!e.get_string().get(sv)) out.emplace_back(sv);
+    size_t i = 0;
+    for (element e : v.get_array()) {
+        auto s = r.string(e, reader::index(path, i++));
+        if (!s) return s.err();
+        out.push_back(std::move(s).value());
     }
     return out;
 }
 
-bool is_root_key(const std::string& key) { return key == "root" || key == "roots"; }
-
-status check_root_dirs(const std::string& where, const std::string& key, const std::string& value, const std::string& from) {
-    for (const auto& dir : root_paths(key, value)) {
-        std::error_code ec;
-        if (!std::filesystem::is_directory(dir, ec))
-            return make_error(errc::not_found, where + ": '" + dir + "'" + from + " is not a directory (a tool root must be an existing directory)");
+// "mcp_servers": [{name, command, env?, cwd?, tools?, read_only?, grounded?, timeout_ms?}, ...]
+status read_mcp_servers(const reader& r, element v, agent_definition& a) {
+    if (v.type() != element_type::ARRAY) return r.fail("mcp_servers", "expected an array of MCP server entries, got " + json::kind_name(v.type()));
+    size_t i = 0;
+    std::set<std::string> names;
+    for (element e : v.get_array()) {
+        const std::string p = reader::index("mcp_servers", i++);
+        TACHYON_TRY(r.object(e, p));
+        TACHYON_TRY(r.keys(e, p, {"name", "command", "env", "cwd", "url", "headers", "bearer_env", "tools", "read_only", "grounded", "timeout_ms"}));
+        agent_mcp_server m;
+        auto n = r.require(e, p, "name");
+        if (!n) return n.err();
+        auto ns = r.string(*n, p + ".name");
+        if (!ns) return ns.err();
+        m.name = *ns;
+        if (m.name.empty()) return r.fail(p + ".name", "must not be empty");
+        if (!names.insert(m.name).second) return r.fail(p + ".name", "server '" + m.name + "' is listed twice");
+        element f, c;
+        const bool has_url = !e["url"].get(f), has_command = !e["command"].get(c);
+        if (has_url == has_command)
+            return r.fail(p, "give exactly one of command (a server spoken to over stdio) or url (Streamable HTTP)");
+        if (has_url) {
+            auto u = r.string(f, p + ".url");
+            if (!u) return u.err();
+            if (auto parsed = tools::mcp::parse_http_url(*u); !parsed) return r.fail(p + ".url", parsed.err().message);
+            m.url = *u;
+            if (!e["headers"].get(f)) {
+                TACHYON_TRY(r.object(f, p + ".headers"));
+                for (auto field : f.get_object()) {
+                    auto val = r.string(field.value, p + ".headers." + std::string(field.key));
+                    if (!val) return val.err();
+                    m.headers[std::string(field.key)] = *val;
+                }
+            }
+            if (!e["bearer_env"].get(f)) {
+                auto b = r.string(f, p + ".bearer_env");
+                if (!b) return b.err();
+                if (!is_identifier(*b)) return r.fail(p + ".bearer_env", "expected the name of an environment variable, got '" + *b + "'");
+                m.bearer_env = *b;
+            }
+            for (const char* key : {"env", "cwd"})
+                if (!e[key].get(f)) return r.fail(reader::join(p, key), "is for servers started with \"command\", not for a url");
+        } else {
+            for (const char* key : {"headers", "bearer_env"})
+                if (!e[key].get(f)) return r.fail(reader::join(p, key), "is for Streamable HTTP servers (\"url\"), not for a command");
+            auto argv = string_array(r, c, p + ".command");
+            if (!argv) return argv.err();
+            if (argv->empty() || argv->front().empty()) return r.fail(p + ".command", "must name a program (expected [program, args...])");
+            m.command = std::move(argv).value();
+        }
+        if (!e["env"].get(f)) {
+            TACHYON_TRY(r.object(f, p + ".env"));
+            for (auto field : f.get_object()) {
+                auto val = r.string(field.value, p + ".env." + std::string(field.key));
+                if (!val) return val.err();
+                m.env[std::string(field.key)] = *val;
+            }
+        }
+        if (!e["cwd"].get(f)) {
+            auto s = r.string(f, p + ".cwd");
+            if (!s) return s.err();
+            std::filesystem::path cwd(*s);
+            if (cwd.is_relative()) cwd = std::filesystem::path(a.file).parent_path() / cwd;
+            std::error_code ec;
+            if (!std::filesystem::is_directory(cwd, ec)) return r.fail(p + ".cwd", "'" + cwd.string() + "' is not a directory");
+            m.cwd = cwd.lexically_normal().string();
+        }
+        for (auto [key, into] : {std::pair{"tools", &m.tools}, std::pair{"read_only", &m.read_only}}) {
+            if (e[key].get(f)) continue;
+            auto l = string_array(r, f, reader::join(p, key));
+            if (!l) return l.err();
+            *into = std::move(l).value();
+        }
+        if (!e["grounded"].get(f)) {
+            TACHYON_TRY(r.object(f, p + ".grounded"));
+            for (auto field : f.get_object()) {
+                auto l = string_array(r, field.value, p + ".grounded." + std::string(field.key));
+                if (!l) return l.err();
+                m.grounded[std::string(field.key)] = std::move(l).value();
+            }
+        }
+        if (!e["timeout_ms"].get(f)) {
+            auto x = r.integer(f, p + ".timeout_ms", 1, 3600000);
+            if (!x) return x.err();
+            m.timeout_ms = *x;
+        }
+        a.mcp_servers.push_back(std::move(m));
     }
     return {};
-}
-
-void collect_placeholders(std::string_view text, std::set<std::string>& out) {
-    for (size_t i = 0; i < text.size(); ++i) {
-        if (text[i] != '{') continue;
-        size_t j = i + 1;
-        auto ident = [](char c, bool first) {
-            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (!first && c >= '0' && c <= '9');
-        };
-        while (j < text.size() && ident(text[j], j == i + 1)) ++j;
-        if (j > i + 1 && j < text.size() && text[j] == '}') out.insert(std::string(text.substr(i + 1, j - i - 1)));
-    }
 }
 
 }  // namespace
@@ -364,7 +480,7 @@ result<agent_definition> parse_agent_definition(std::string_view json_text, cons
     TACHYON_TRY(r.object(doc, ""));
     TACHYON_TRY(check_duplicate_keys(r, doc, ""));
     TACHYON_TRY(r.keys(doc, "", {"name", "description", "instructions", "instructions_file", "model", "chat_format", "sampling",
-                                 "inputs", "tools", "budgets", "verify", "output_schema"}));
+                                 "inputs", "tools", "mcp_servers", "budgets", "verify", "output_schema"}));
     agent_definition a;
     a.file = file_name;
     const std::filesystem::path folder = std::filesystem::path(file_name).parent_path();
@@ -401,22 +517,32 @@ result<agent_definition> parse_agent_definition(std::string_view json_text, cons
 
     auto model = r.require(doc, "", "model");
     if (!model) return model.err();
-    auto model_s = r.string(*model, "model");
-    if (!model_s) return model_s.err();
-    std::filesystem::path mp(*model_s);
-    if (mp.is_relative()) mp = folder / mp;
-    a.model = mp.lexically_normal().string();
-    if (!std::filesystem::exists(mp)) return r.fail("model", "model file " + a.model + " does not exist (expected a GGUF file; relative paths resolve against the agent file's folder)");
-    if (auto magic = has_gguf_magic(a.model); !magic) {
-        return r.fail("model", magic.err().message + " (expected a GGUF model file)");
-    } else if (!*magic) {
-        return r.fail("model", a.model + " is not a GGUF file (it does not start with \"GGUF\")");
+    if (model->type() == element_type::OBJECT) {
+        // A model served elsewhere (runtime/remote/remote_model.h): no file to check.
+        auto remote = remote::parse_remote_model(simdjson::minify(*model), file_name + ": model");
+        if (!remote) return remote.err();
+        a.remote = std::make_shared<const remote::remote_model>(std::move(remote).value());
+        a.model = a.remote->describe();
+    } else {
+        if (model->type() != element_type::STRING)
+            return r.fail("model", "expected a GGUF file path or a remote model object ({\"url\": ..., \"name\": ...}), got " +
+                                       json::kind_name(model->type()));
+        std::filesystem::path mp(std::string(model->get_string().value()));
+        if (mp.is_relative()) mp = folder / mp;
+        a.model = mp.lexically_normal().string();
+        std::error_code exists_ec;  // a name too long for the system is an error value, not an exception
+        if (!std::filesystem::exists(mp, exists_ec)) return r.fail("model", "model file " + a.model + " does not exist (expected a GGUF file; relative paths resolve against the agent file's folder)");
+        if (auto magic = has_gguf_magic(a.model); !magic) {
+            return r.fail("model", magic.err().message + " (expected a GGUF model file)");
+        } else if (!*magic) {
+            return r.fail("model", a.model + " is not a GGUF file (it does not start with \"GGUF\")");
+        }
     }
 
     if (!doc["chat_format"].get(v)) {
         auto s = r.string(v, "chat_format");
         if (!s) return s.err();
-        if (*s != "chatml" && *s != "llama3") return r.fail("chat_format", "expected \"chatml\" or \"llama3\", got \"" + *s + "\"");
+        if (!chat_format_from_name(*s)) return r.fail("chat_format", "expected one of " + chat_format_names() + ", got \"" + *s + "\"");
         a.chat_format = *s;
     }
 
@@ -483,7 +609,7 @@ result<agent_definition> parse_agent_definition(std::string_view json_text, cons
                 tool.name = std::string(t.get_string().value());
             } else {
                 TACHYON_TRY(r.object(t, p));
-                TACHYON_TRY(r.keys(t, p, {"name", "settings", "timeout_ms", "grounding"}));
+                TACHYON_TRY(r.keys(t, p, {"name", "settings", "timeout_ms", "grounding", "requires_approval"}));
                 auto n = r.require(t, p, "name");
                 if (!n) return n.err();
                 auto ns = r.string(*n, p + ".name");
@@ -499,6 +625,10 @@ result<agent_definition> parse_agent_definition(std::string_view json_text, cons
                     auto x = r.integer(f, p + ".timeout_ms", 1, 3600000);
                     if (!x) return x.err();
                     tool.timeout_ms = *x;
+                }
+                if (!t["requires_approval"].get(f)) {
+                    if (!f.is_bool()) return r.fail(p + ".requires_approval", "expected true or false, got " + json::kind_name(f.type()));
+                    tool.requires_approval = f.get_bool().value();
                 }
                 if (!t["grounding"].get(f)) {
                     TACHYON_TRY(r.object(f, p + ".grounding"));
@@ -519,6 +649,8 @@ result<agent_definition> parse_agent_definition(std::string_view json_text, cons
             a.tools.push_back(std::move(tool));
         }
     }
+
+    if (!doc["mcp_servers"].get(v)) TACHYON_TRY(read_mcp_servers(r, v, a));
 
     if (!doc["budgets"].get(v)) {
         TACHYON_TRY(r.object(v, "budgets"));
@@ -637,109 +769,6 @@ std::string_view to_string(agent_input_type type) {
         case agent_input_type::path: return "path";
     }
     return "string";
-}
-
-namespace {
-
-// realpath(3): absolute, every symlink and `..` resolved; nullopt when the path does not exist.
-std::optional<std::filesystem::path> real_path(const std::string& p) {
-    char buf[PATH_MAX];
-    if (::realpath(p.c_str(), buf) == nullptr) return std::nullopt;
-    return std::filesystem::path(buf);
-}
-
-// Component-wise, so /data/logs2 is not inside /data/logs.
-bool inside(const std::filesystem::path& path, const std::filesystem::path& root) {
-    auto r = root.begin(), p = path.begin();
-    for (; r != root.end(); ++r, ++p) {
-        if (r->empty()) continue;  // a trailing separator
-        if (p == path.end() || *p != *r) return false;
-    }
-    return true;
-}
-
-}  // namespace
-
-result<std::map<std::string, std::string>> check_run_inputs(const agent_definition& agent,
-                                                            const std::map<std::string, std::string>& inputs,
-                                                            const input_confinement* confinement) {
-    auto fail = [](const std::string& name, const std::string& what) {
-        return make_error(errc::invalid_argument, "inputs." + name + ": " + what);
-    };
-    std::map<std::string, std::string> out = inputs;
-    if (!agent.declares_inputs) {
-        if (confinement) {
-            // Over HTTP an undeclared input could be any path the server can read: the file must say what each one is.
-            const std::string why = "agent '" + agent.name + "' declares no inputs (" + agent.file +
-                                    " needs an \"inputs\" declaration to take inputs over HTTP)";
-            if (!inputs.empty()) return fail(inputs.begin()->first, "not accepted: " + why);
-            if (const auto used = agent.placeholders(); !used.empty()) return fail(used.front(), "cannot be given: " + why);
-        }
-        for (const auto& name : agent.placeholders())
-            if (!inputs.count(name)) return fail(name, "missing (agent '" + agent.name + "' uses {" + name + "})");
-    } else {
-        std::string declared;
-        for (const auto& [n, in] : agent.inputs) declared += (declared.empty() ? "" : ", ") + n;
-        for (const auto& [name, value] : inputs)
-            if (!agent.inputs.count(name))
-                return fail(name, "not an input of agent '" + agent.name + "' (declared: " + (declared.empty() ? "none" : declared) + ")");
-        std::vector<std::filesystem::path> roots;
-        if (confinement)
-            for (const auto& root : confinement->data_roots)
-                if (auto real = real_path(root)) roots.push_back(*real);
-        for (const auto& [name, in] : agent.inputs) {
-            auto it = inputs.find(name);
-            if (it == inputs.end()) {
-                return fail(name, "missing (agent '" + agent.name + "' declares it as a " + std::string(to_string(in.type)) +
-                                      (in.description.empty() ? std::string() : ": " + in.description) + ")");
-            }
-            if (in.type == agent_input_type::string) continue;
-            const std::string& value = it->second;
-            const std::string expected = in.type == agent_input_type::file        ? "a file"
-                                         : in.type == agent_input_type::directory ? "a directory"
-                                                                                  : "a file or a directory";
-            if (value.empty()) return fail(name, "empty (expected the path of " + expected + ")");
-            if (confinement && confinement->data_roots.empty())
-                return fail(name, "path inputs are refused: the server has no data roots (start it with --data-root DIR)");
-            auto real = real_path(value);
-            if (confinement) {
-                // A path that does not resolve is judged by its existing prefix, so the
-                // answer does not tell whether something exists outside the roots.
-                std::error_code ec;
-                const std::filesystem::path seen = real ? *real : std::filesystem::weakly_canonical(std::filesystem::absolute(value, ec), ec);
-                const bool ok = std::any_of(roots.begin(), roots.end(), [&](const auto& root) { return inside(seen, root); });
-                if (!ok || (!real && ec)) {
-                    std::string list;
-                    for (const auto& root : confinement->data_roots) list += (list.empty() ? "" : ", ") + root;
-                    return fail(name, "'" + value + "' is outside the data roots (" + list + ")");
-                }
-            }
-            if (!real) return fail(name, "'" + value + "' does not exist (expected " + expected + ")");
-            if (confinement) out[name] = real->string();
-            struct stat st {};
-            if (::stat(real->c_str(), &st) != 0) return fail(name, "'" + value + "' cannot be read (" + std::strerror(errno) + ")");
-            const bool is_dir = S_ISDIR(st.st_mode), is_file = S_ISREG(st.st_mode);
-            const bool ok = in.type == agent_input_type::file ? is_file : in.type == agent_input_type::directory ? is_dir : is_dir || is_file;
-            if (!ok) return fail(name, "'" + value + "' is " + (is_dir ? "a directory" : is_file ? "a file" : file_kind(st.st_mode)) +
-                                            " (expected " + expected + ")");
-        }
-    }
-    // Tool roots filled from the inputs must be directories, named with the file and the key.
-    auto check_roots = [&](const std::string& path, const std::map<std::string, std::string>& settings) -> status {
-        for (const auto& [k, v] : settings) {
-            if (!is_root_key(k)) continue;
-            std::set<std::string> used;
-            collect_placeholders(v, used);
-            if (used.empty()) continue;
-            auto filled = fill_placeholders(v, out, agent.file + ": " + path + ".settings." + k);
-            if (!filled) return filled.err();
-            TACHYON_TRY(check_root_dirs(agent.file + ": " + path + ".settings." + k, k, *filled, " (from " + v + ")"));
-        }
-        return {};
-    };
-    for (size_t i = 0; i < agent.tools.size(); ++i) TACHYON_TRY(check_roots("tools[" + std::to_string(i) + "]", agent.tools[i].settings));
-    for (size_t i = 0; i < agent.verify.size(); ++i) TACHYON_TRY(check_roots("verify.checks[" + std::to_string(i) + "]", agent.verify[i].settings));
-    return out;
 }
 
 }  // namespace tachyon

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +17,7 @@
 
 #include "base/result.h"
 #include "inference/engine/sampler.h"
+#include "runtime/remote/remote_model.h"
 
 namespace tachyon {
 
@@ -27,6 +29,28 @@ struct agent_tool {
     // subset). Narrows the values seen in the run to the right kind (trace ids,
     // line ids) without changing the schema the model reads.
     std::map<std::string, std::string> grounding;
+    // Each call waits for a person's approval before it starts (the run is
+    // parked in state awaiting_approval until then); a rejection is the
+    // error the model reads.
+    bool requires_approval = false;
+};
+
+// An MCP server whose tools join the agent's ("mcp_servers"): a process
+// spoken to over stdio (`command`) or an endpoint of Streamable HTTP
+// (`url`). Its tools (all it lists, or `tools` of them, in that
+// order) come after the agent's `tools`, with the server's names and schemas.
+struct agent_mcp_server {
+    std::string name;
+    std::vector<std::string> command;         // argv
+    std::map<std::string, std::string> env;   // added to a minimal environment
+    std::string cwd;                          // empty: the current directory
+    std::string url;                          // http://host[:port]/path, instead of command
+    std::map<std::string, std::string> headers;  // sent with every HTTP request
+    std::string bearer_env;                   // environment variable holding a bearer token
+    std::vector<std::string> tools;           // empty: every tool it lists
+    std::vector<std::string> read_only;       // may run speculatively, beside those it annotates readOnlyHint
+    std::map<std::string, std::vector<std::string>> grounded;  // tool -> arguments whose values are grounded
+    std::optional<int64_t> timeout_ms;        // per request (progress extends it); default 30000
 };
 
 struct agent_budgets {
@@ -67,10 +91,14 @@ struct agent_definition {
     std::string name;
     std::string description;
     std::string instructions;   // system prompt text, may hold {placeholders}
-    std::string model;          // resolved path of the GGUF file
+    std::string model;          // resolved path of the GGUF file; a remote model's "name at url"
+    // Set: "model" named a server (an object, runtime/remote/remote_model.h)
+    // instead of a GGUF file; runs generate their turns there.
+    std::shared_ptr<const remote::remote_model> remote;
     std::string chat_format;    // empty: detect from the model's template
     sampling_params sampling = sampling_params::greedy();
     std::vector<agent_tool> tools;
+    std::vector<agent_mcp_server> mcp_servers;
     agent_budgets budgets;
     std::vector<agent_verify_check> verify;
     int max_verify_retries = 2;

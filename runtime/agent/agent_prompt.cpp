@@ -1,6 +1,6 @@
 #include "runtime/agent/agent_prompt.h"
 
-#include "inference/tokenizer/chat_template.h"
+#include "runtime/formats/chat_format.h"
 #include "runtime/common/json_util.h"
 #include "runtime/agent/tool_catalog.h"
 
@@ -23,7 +23,8 @@ std::vector<std::string> tool_definitions(const std::vector<std::shared_ptr<tool
 
 result<std::vector<std::shared_ptr<tools::tool>>> make_agent_tools(const agent_definition& agent,
                                                                    const std::map<std::string, std::string>& inputs,
-                                                                   const std::vector<std::shared_ptr<tools::tool>>& custom_tools) {
+                                                                   const std::vector<std::shared_ptr<tools::tool>>& custom_tools,
+                                                                   mcp_sessions* mcp) {
     std::vector<tool_request> requests;
     std::vector<std::shared_ptr<tools::tool>> custom_slot;  // [n_tools] the custom tool, or null for a built-in
     for (const auto& t : agent.tools) {
@@ -45,13 +46,27 @@ result<std::vector<std::shared_ptr<tools::tool>>> make_agent_tools(const agent_d
     std::vector<std::shared_ptr<tools::tool>> out;
     size_t next_builtin = 0;
     for (auto& c : custom_slot) out.push_back(c ? c : (*builtins)[next_builtin++]);
+    if (agent.mcp_servers.empty()) return out;
+    std::unique_ptr<mcp_sessions> own;
+    if (!mcp) mcp = (own = std::make_unique<mcp_sessions>()).get();
+    auto remote = mcp->tools_of(agent);
+    if (!remote) return remote.err();
+    for (auto& t : *remote) {
+        for (const auto& have : out)
+            if (have->name() == t->name())
+                return make_error(errc::invalid_argument, agent.file + ": mcp_servers: tool '" + std::string(t->name()) +
+                                                              "' has the name of another tool of the agent (expected distinct names; "
+                                                              "pick a subset with \"tools\")");
+        out.push_back(std::move(t));
+    }
     return out;
 }
 
 result<std::string> render_initial_prompt(const agent_definition& agent, const model_host& host,
                                           const std::map<std::string, std::string>& inputs, const std::string& task,
-                                          const std::vector<std::shared_ptr<tools::tool>>& custom_tools) {
-    auto tools = make_agent_tools(agent, inputs, custom_tools);
+                                          const std::vector<std::shared_ptr<tools::tool>>& custom_tools,
+                                          mcp_sessions* mcp) {
+    auto tools = make_agent_tools(agent, inputs, custom_tools, mcp);
     if (!tools) return tools.err();
     auto system = fill_placeholders(agent.instructions, inputs, agent.file + ": instructions");
     if (!system) return system.err();

@@ -39,6 +39,9 @@ asio::awaitable<run_outcome> runner::run() {
         std::vector<chat_message> feedback;
         if (turn_calls_ + turn_call_errors_ > 0) {
             co_await await_tools();
+            // A call waits for a person: the run stops here, its turn and the
+            // other calls journaled, and goes on from here when resumed.
+            if (park_) co_return end_run(park_->state, park_->error);
             feedback = append_results(step);
         } else {
             auto rejected = co_await verify_answer(step);
@@ -52,20 +55,50 @@ asio::awaitable<run_outcome> runner::run() {
 }
 
 // The journal first (a run that cannot start is recorded too), run_start,
-// then the tools and schemas. False: the run has ended (recorded).
+// then the tools and schemas. False: the run has ended (recorded). A
+// resumed run continues its journal instead: run_resume, then the
+// decisions it was given.
 bool runner::open_run() {
     agent_ = req_.agent.get();
     const agent_definition& a = *agent_;
-    if (!req_.journal_dir.empty()) {
-        auto w = journal::writer::create(req_.journal_dir, req_.run_id);
+    if (req_.resume) {
+        replay_ = req_.resume;
+        out_.resumed = true;
+        out_.run_id = replay_->log().run_id();
+        // Nothing is written before the run can go on: a resume that fails
+        // here (another writer, an agent file that no longer loads) leaves
+        // the journal as it was, to be resumed again.
+        auto st = setup();
+        auto w = !st ? result<std::unique_ptr<journal::event_sink>>(st.err()) : open_journal(&replay_->log());
+        if (!w) {
+            journal_.reset();
+            finish(out_, "failed", w.err().message);
+            return false;
+        }
+        journal_ = std::move(w).value();
+        t0_ = journal_->start();
+        out_.journal_path = journal_->location();
+        journal::run_resume_event e;
+        e.resumed_at = journal::iso_utc(std::chrono::system_clock::now());
+        e.from_seq = journal_->n_events();
+        for (const auto& w : replay_->log().warnings) e.note += (e.note.empty() ? "" : "; ") + w;
+        record(std::move(e));
+        for (const auto& d : req_.decisions) {
+            record(journal::decision_event{d.call_id, d.action, d.reason});
+            replay_->add_decision(d);
+        }
+        return true;
+    }
+    if (req_.open_journal || !req_.journal_dir.empty()) {
+        out_.run_id = req_.run_id;
+        auto w = open_journal(nullptr);
         if (!w) {
             finish(out_, "failed", w.err().message);
             return false;
         }
-        journal_.emplace(std::move(w).value());
+        journal_ = std::move(w).value();
         t0_ = journal_->start();
-        out_.run_id = journal_->run_id();
-        out_.journal_path = journal_->path().string();
+        out_.journal_path = journal_->location();
     } else {
         out_.run_id = req_.run_id.empty() ? journal::make_run_id() : req_.run_id;
     }
@@ -77,6 +110,7 @@ bool runner::open_run() {
     e.inputs = req_.inputs;
     e.task = req_.task;
     e.started_at = journal::iso_utc(std::chrono::system_clock::now());
+    e.switches = switches_to_map(req_.switches);
     record(std::move(e));
     if (auto st = setup(); !st) {
         finish(out_, "failed", st.err().message);
@@ -85,10 +119,25 @@ bool runner::open_run() {
     return true;
 }
 
+// The run's journal: the sink the request opens, else the files of
+// journal_dir. A new run learns its id here (out_.run_id: the file
+// writer makes one up when none is given).
+result<std::unique_ptr<journal::event_sink>> runner::open_journal(const journal::run_log* resumed) {
+    if (req_.open_journal) {
+        if (!resumed && out_.run_id.empty()) return make_error(errc::invalid_argument, "run request: a journal sink needs a run id");
+        return req_.open_journal(resumed ? resumed->run_id() : out_.run_id, resumed);
+    }
+    auto w = resumed ? journal::writer::open_existing(*resumed) : journal::writer::create(req_.journal_dir, out_.run_id);
+    if (!w) return w.err();
+    if (!resumed) out_.run_id = w->run_id();
+    return std::unique_ptr<journal::event_sink>(std::make_unique<journal::writer>(std::move(w).value()));
+}
+
 status runner::setup() {
     agent_ = req_.agent.get();
     const agent_definition& a = *agent_;
-    auto made = make_agent_tools(a, req_.inputs, req_.custom_tools);
+    if (!env_.mcp && !a.mcp_servers.empty()) env_.mcp = std::make_shared<mcp_sessions>();  // closed with the run
+    auto made = make_agent_tools(a, req_.inputs, req_.custom_tools, env_.mcp.get());
     if (!made) return made.err();
     tools_ = std::move(made).value();
     const auto wrapped = [&](std::shared_ptr<tools::tool> t) { return req_.wrap_tool ? req_.wrap_tool(std::move(t)) : t; };
@@ -136,7 +185,10 @@ status runner::setup() {
 // The deadline (a timer that stops the run's work when it fires) and the
 // watch of the external cancel flag (polled every 50 ms).
 void runner::arm_budgets() {
-    deadline_.expires_after(std::chrono::milliseconds(agent_->budgets.deadline_ms));
+    // A resumed run has what its earlier processes left of the deadline
+    // (the run's clock goes on from its journal's last event).
+    const int64_t left = std::max<int64_t>(0, agent_->budgets.deadline_ms - static_cast<int64_t>(now_ms()));
+    deadline_.expires_after(std::chrono::milliseconds(left));
     deadline_.async_wait([this, self = shared_from_this()](boost::system::error_code ec) {
         if (ec) return;
         deadline_hit_ = true;
@@ -172,11 +224,21 @@ run_outcome runner::end_run(std::string state, std::string error) {
 
 void runner::record(journal::event_body body) {
     if (ended_) return;
+    // Replaying a resumed run: what the journal holds is not written again.
+    if (replay_ && replay_->holds(body)) return;
     journal::event e;
     if (journal_) {
         auto written = journal_->append(body);
         if (written) {
             e = std::move(written).value();
+        } else if (written.err().code == errc::cancelled) {
+            // Fenced: the run belongs to another process now. It stops
+            // here, and nothing more of it is written or reported.
+            TACHYON_LOG(warn, __func__ << ": run " << out_.run_id << ": " << written.err().message << "; stopping");
+            fenced_ = true;
+            ended_ = true;
+            stop_work();
+            return;
         } else {
             // The run goes on; the gap shows as a missing seq to the reader.
             TACHYON_LOG(warn, __func__ << ": " << written.err().message);
@@ -190,6 +252,7 @@ void runner::record(journal::event_body body) {
         e.body = std::move(body);
     }
     n_events_ = e.seq + 1;
+    if (env_.tracer) trace_event(e);
     if (env_.observer) env_.observer->on_event(e);
 }
 
@@ -212,7 +275,7 @@ void runner::finish(run_outcome& out, std::string state, std::string error) {
     // A call the model wrote that never started (tools start after the turn
     // and the run stopped first) is journaled as one that never ran.
     for (const auto& slot : turn_slots_) {
-        if (slot->rec.start_ms != 0 || slot->finished) continue;
+        if (slot->rec.start_ms != 0 || slot->finished || slot->parked) continue;
         slot->finished = true;
         record_rejected_call(slot->rec.call_id, slot->rec.name, slot->rec.arguments, "not run: the run stopped (" + (error.empty() ? state : error) + ")");
         slot->done.set();
@@ -223,7 +286,15 @@ void runner::finish(run_outcome& out, std::string state, std::string error) {
     out.total_ms = now_ms();
     for (const auto& t : out.turns) out.model_ms += t.end_ms - t.start_ms;
     for (const auto& c : out.calls) out.tool_ms += c.end_ms - c.start_ms;
-    {
+    auto parsed = journal::parse_run_state(out.state);
+    const bool parked = parsed && journal::is_parked(*parsed);
+    if (parked) {
+        // Not the end of the run: no final answer; run_end records where it waits.
+        journal::run_end_event e;
+        e.state = *parsed;
+        e.error = out.error;
+        record(std::move(e));
+    } else {
         journal::final_event f;
         f.answer_json = out.answer.empty() ? "null" : out.answer;
         f.verified = out.verified;
@@ -234,7 +305,6 @@ void runner::finish(run_outcome& out, std::string state, std::string error) {
         f.overlap_saved_ms = out.overlap_saved_ms;
         record(std::move(f));
         journal::run_end_event e;
-        auto parsed = journal::parse_run_state(out.state);
         e.state = parsed ? *parsed : journal::run_state::failed;
         e.error = out.error;
         record(std::move(e));
@@ -255,7 +325,19 @@ journal::model_turn_event journal_event(const run_turn& t) {
     e.prefill_end_ms = t.first_token_ms;
     e.decode_end_ms = t.end_ms;
     e.text = t.text;
+    e.tokens = t.tokens;
     return e;
+}
+
+std::string idempotency_key(const std::string& run_id, const run_tool_call& call) {
+    // call_<step>_<index> for the model's calls, verify_<attempt> for checks.
+    const std::string& id = call.call_id;
+    if (id.rfind("call_", 0) == 0) {
+        const size_t sep = id.rfind('_');
+        return run_id + ":" + id.substr(5, sep - 5) + ":" + id.substr(sep + 1);
+    }
+    if (id.rfind("verify_", 0) == 0) return run_id + ":verify:" + id.substr(7) + ":" + call.name;
+    return run_id + ":" + id;
 }
 
 journal::tool_call_event journal_event(const run_tool_call& c) {

@@ -6,6 +6,7 @@
 // cancellation, speculative calls).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -25,6 +26,8 @@
 #include "runtime/journal/journal.h"
 #include "runtime/constrain/json_schema.h"
 #include "runtime/chat/tool_call_parser.h"
+#include "runtime/remote/chat_client.h"
+#include "runtime/telemetry/run_trace.h"
 
 namespace tachyon::agent_detail {
 
@@ -41,12 +44,29 @@ inline void collect_identifiers(std::string_view text, std::set<std::string>& ou
 // The id of the index-th call the model wrote in a step's turn.
 inline std::string call_id_of(int step, int index) { return "call_" + std::to_string(step) + "_" + std::to_string(index); }
 
+// The tool_call_id of a result, as the chat templates read it: the id the
+// model wrote for its call when that is 9 letters and digits (Mistral's
+// templates raise on any other), else one made from the step and index
+// ("call00102"). Formats without ids ignore it.
+inline std::string result_call_id(const std::string& model_id, int step, int index) {
+    const bool usable = model_id.size() == 9 && std::all_of(model_id.begin(), model_id.end(), [](char c) {
+                            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+                        });
+    if (usable) return model_id;
+    auto digits = [](int v, int n) {
+        std::string s = std::to_string(v);
+        return s.size() >= static_cast<size_t>(n) ? s.substr(s.size() - static_cast<size_t>(n)) : std::string(static_cast<size_t>(n) - s.size(), '0') + s;
+    };
+    return "call" + digits(step, 3) + digits(index, 2);
+}
+
 struct call_slot {
     run_tool_call rec;
     std::shared_ptr<tools::tool> tool;
     std::atomic<bool> cancel{false};
     bool finished = false;
     bool speculative = false;  // started from a prediction; not the model's until its call matches
+    bool parked = false;       // waits for a person (call_pending journaled); never ran in this process
     asio::steady_timer timeout;
     asio::cancellation_signal cut_off;  // emitted when the call finishes: a tool still waiting to begin its work stops waiting
     async_flag done;
@@ -72,10 +92,11 @@ private:
     };
 
     double now_ms() const { return std::chrono::duration<double, std::milli>(clock_type::now() - t0_).count(); }
-    bool stopping() const { return deadline_hit_ || (env_.cancel && env_.cancel->load()); }
+    bool stopping() const { return deadline_hit_ || fenced_ || (env_.cancel && env_.cancel->load()); }
 
     // The steps of run(), in order (comments at their definitions).
     bool open_run();
+    result<std::unique_ptr<journal::event_sink>> open_journal(const journal::run_log* resumed);
     status setup();
     void arm_budgets();
     void disarm_budgets();
@@ -88,6 +109,13 @@ private:
     run_outcome end_run(std::string state, std::string error);
 
     asio::awaitable<request_stats> generate(std::vector<int32_t> append, int max_tokens, run_turn& turn);
+    // The same steps on a remote model (agent_remote_turn.cpp): the first
+    // messages, one streamed turn whose text and calls go where the local
+    // engine's tokens go (on_text, handle_events), and the next messages.
+    status render_remote_prompt();
+    asio::awaitable<request_stats> generate_remote(int max_tokens, run_turn& turn);
+    void next_remote_messages(const std::vector<chat_message>& new_messages);
+    request_stats replay_turn(const journal::model_turn_event& recorded, run_turn& turn);
     result<std::shared_ptr<turn_constraint>> make_constraint();
     grounded_values grounding() const;
     // Data the model reads (the task, tool results): what it names becomes
@@ -102,10 +130,22 @@ private:
     // observer: a watcher never sees what the journal does not hold.
     void record(journal::event_body body);
     void record_rejected_call(std::string call_id, std::string name, std::string arguments, std::string error);
+    // The run's spans from its events (agent_trace.cpp); the traceparent a
+    // remote turn's request and a call's tool carry (empty without tracing).
+    void trace_event(const journal::event& e);
+    std::string turn_traceparent() const { return trace_ ? trace_->traceparent() : std::string(); }
+    std::string call_traceparent(const std::string& call_id) { return trace_ ? trace_->tool_traceparent(call_id) : std::string(); }
     void on_token(int32_t token, run_turn& turn);
+    // Decoded text of the turn (a token's piece, or a remote content delta).
+    void on_text(std::string_view piece);
     void handle_events();
     std::shared_ptr<call_slot> make_call(int step, int index, const std::string& name, const std::string& arguments, bool early);
     void start_call(const std::shared_ptr<call_slot>& slot);
+    // Resume and approval, before a call starts: true when the call is
+    // settled (its recorded result taken, skipped, rejected, or parked).
+    bool settle_before_start(const std::shared_ptr<call_slot>& slot);
+    void park(const std::shared_ptr<call_slot>& slot, std::string state, std::string reason, std::string message);
+    bool requires_approval(const std::string& tool) const;
     void run_call(const std::shared_ptr<call_slot>& slot);
     void finish_call(const std::shared_ptr<call_slot>& slot, bool ok, std::string text);
     void record_call(const call_slot& slot);
@@ -134,11 +174,22 @@ private:
     bool deadline_hit_ = false;
     bool done_ = false;
     bool ended_ = false;  // run_end is written: nothing is recorded after it
+    // Resuming: what the journal holds (null for a new run); the turn being
+    // fed from it; the session's KV lags behind the conversation (replayed
+    // turns are prefilled with the first generated one); why the run parks.
+    std::shared_ptr<run_replay> replay_;
+    bool replaying_ = false;
+    bool kv_behind_ = false;
+    std::optional<stop_reason> park_;
+    call_decision approval_;  // the last decision the approval hook gave
     int64_t n_events_ = 0;  // events recorded (their seq when the run keeps no journal)
     int n_rejected_answers_ = 0;
     std::vector<std::weak_ptr<call_slot>> live_calls_;
     clock_type::time_point t0_ = clock_type::now();
-    std::optional<journal::writer> journal_;
+    std::unique_ptr<journal::event_sink> journal_;
+    // The journal refused a write (fencing: another process owns the run
+    // now): the run stops, records nothing more and starts no tool.
+    bool fenced_ = false;
 
     const agent_definition* agent_ = nullptr;
     std::vector<std::shared_ptr<tools::tool>> tools_;
@@ -163,6 +214,13 @@ private:
 
     session_id session_ = 0;
     request_id current_request_ = 0;
+    // Remote model: the stream of the turn in flight (closed by stop_work),
+    // the conversation as sent (each request repeats it byte for byte), and
+    // the turn's content and calls as the server streamed them.
+    std::shared_ptr<remote::chat_stream> remote_stream_;
+    std::vector<remote::remote_message> remote_messages_;
+    std::string remote_content_;
+    std::vector<remote::remote_tool_call> remote_calls_;
     std::vector<chat_message> messages_;
     chat_render_options render_options_;  // the tools section, in every render
     std::string rendered_;             // the conversation as rendered so far (ends with the assistant prompt)
@@ -180,9 +238,16 @@ private:
     int turn_call_errors_ = 0;
     std::vector<std::shared_ptr<call_slot>> turn_slots_;
     std::vector<std::pair<int, std::string>> turn_errors_;  // call index → error text for the model
+    std::map<int, std::string> turn_model_ids_;  // call index → the id the model wrote for it (Mistral)
+    // The turn as structured calls, for the families whose templates tell a
+    // turn of calls from an answer by them (Mistral): the text before the
+    // first call, and each complete call with the id its result answers.
+    std::string turn_lead_text_;
+    std::vector<chat_tool_call> turn_structured_calls_;
     double turn_decode_end_ms_ = 0;
 
     run_outcome out_;
+    std::unique_ptr<telemetry::run_trace> trace_;  // made at the first event when env_.tracer is set
 };
 
 }  // namespace tachyon::agent_detail

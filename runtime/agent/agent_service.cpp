@@ -21,6 +21,7 @@ struct agent_service::impl {
     std::map<std::string, std::shared_ptr<model_host>> hosts;
     std::map<std::string, std::shared_ptr<call_predictor>> predictors;  // per agent: what its runs taught
     std::vector<std::weak_ptr<std::atomic<bool>>> cancels;
+    std::shared_ptr<mcp_sessions> mcp = std::make_shared<mcp_sessions>();  // every agent's MCP servers, started on first use
 
     explicit impl(const service_options& o) : options(o), tool_pool(static_cast<size_t>(std::max(1, o.n_tool_threads))) {
         for (int i = 0; i < std::max(1, o.n_io_threads); ++i) io_threads.emplace_back([this] { io.run(); });
@@ -58,7 +59,9 @@ void agent_service::start(run_request request, run_observer* observer, std::shar
         std::lock_guard lock(impl_->mutex);
         impl_->cancels.push_back(cancel);
     }
-    auto h = host(request.agent->model, request.agent->chat_format);
+    run_environment env;
+    env.remote = impl_->options.remote ? impl_->options.remote : request.agent->remote;
+    auto h = env.remote ? result<std::shared_ptr<model_host>>(nullptr) : host(request.agent->model, request.agent->chat_format);
     if (!h) {
         run_outcome out;
         out.state = "failed";
@@ -66,11 +69,12 @@ void agent_service::start(run_request request, run_observer* observer, std::shar
         asio::post(impl_->io, [done = std::move(done), out] { done(out); });
         return;
     }
-    run_environment env;
     env.host = *h;
     env.tool_pool = &impl_->tool_pool;
     env.observer = observer;
     env.cancel = cancel;
+    env.mcp = impl_->mcp;
+    env.tracer = impl_->options.tracer;
     {
         std::lock_guard lock(impl_->mutex);
         auto& p = impl_->predictors[request.agent->file + "\n" + request.agent->name];

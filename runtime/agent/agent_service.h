@@ -20,6 +20,11 @@ struct service_options {
     engine_options engine;       // for every model host
     int n_io_threads = 1;        // event loop threads
     int n_tool_threads = 4;      // concurrent tool calls
+    // Set: every run generates on this server, whatever model its agent
+    // names (`tachyon serve` in front of a cluster it does not host).
+    std::shared_ptr<const remote::remote_model> remote;
+    // Set: every run's spans are exported (runtime/telemetry/).
+    std::shared_ptr<telemetry::tracer> tracer;
 };
 
 class agent_service {

@@ -23,10 +23,15 @@ namespace tachyon::agent_detail {
 // session they are prefilled into: the first turn's input.
 result<std::vector<int32_t>> runner::render_prompt() {
     const agent_definition& a = *agent_;
-    auto prompt = render_initial_prompt(a, *env_.host, req_.inputs, req_.task, req_.custom_tools);
+    if (env_.remote) {
+        if (auto st = render_remote_prompt(); !st) return st.err();
+        return std::vector<int32_t>{};
+    }
+    auto prompt = render_initial_prompt(a, *env_.host, req_.inputs, req_.task, req_.custom_tools, env_.mcp.get());
     if (!prompt) return prompt.err();
     rendered_ = *prompt;
     render_options_.tools = tool_definitions(tools_);
+    parser_ = tool_call_parser(family_of(env_.host->format()).syntax);  // calls in the model family's syntax
     ground(req_.task);
     prev_text_ = req_.task;
     auto system = fill_placeholders(a.instructions, req_.inputs, a.file + ": instructions");
@@ -48,10 +53,14 @@ result<std::vector<int32_t>> runner::render_prompt() {
 // Records the turn. Returns the end-of-turn token that closed it (-1: none,
 // the turn was cut off), or the error that ends the run.
 asio::awaitable<result<int32_t>> runner::generate_turn(int step, std::vector<int32_t> append) {
-    if (!req_.switches.kv_retain) {
-        // Stateless baseline: forget the KV and prefill the whole conversation again.
+    // A resumed run's turn the journal holds whole is replayed, not generated.
+    const journal::model_turn_event* recorded = replay_ ? replay_->turn(step) : nullptr;
+    if (!recorded && !env_.remote && (!req_.switches.kv_retain || kv_behind_)) {
+        // Stateless baseline, or the first new turn after replayed ones:
+        // prefill the whole conversation (the prefix cache may hold some).
         env_.host->eng().truncate_session(session_, 0);
         append.assign(all_tokens_.begin(), all_tokens_.begin() + n_prompt_tokens_);
+        kv_behind_ = false;
     }
     run_turn turn;
     turn.step = step;
@@ -64,22 +73,35 @@ asio::awaitable<result<int32_t>> runner::generate_turn(int step, std::vector<int
     turn_call_errors_ = 0;
     turn_slots_.clear();
     turn_errors_.clear();
-    detok_.emplace(env_.host->tok(), decode_options{.render_special = true, .strip_leading_space = false});
+    turn_model_ids_.clear();
+    turn_lead_text_.clear();
+    turn_structured_calls_.clear();
+    if (!env_.remote) detok_.emplace(env_.host->tok(), decode_options{.render_special = true, .strip_leading_space = false});
     record(journal::turn_start_event{step});
-    if (env_.observer) env_.observer->on_turn_start(step);
+    if (env_.observer && !recorded) env_.observer->on_turn_start(step);
 
     constraint_.reset();
-    if (req_.switches.constrain) {
+    if (req_.switches.constrain && !recorded && !env_.remote) {  // a remote server constrains on its side
         auto c = make_constraint();
         if (!c) co_return make_error(c.err().code, "constraint: " + c.err().message);
         constraint_ = std::move(c).value();
     }
-    start_speculative_calls(step);
-    auto stats = co_await generate(std::move(append), agent_->budgets.max_tokens - generated_total_, turn);
+    const size_t first_generated = all_tokens_.size();
+    request_stats stats;
+    if (recorded) {
+        stats = replay_turn(*recorded, turn);
+    } else {
+        start_speculative_calls(step);
+        const int max_tokens = agent_->budgets.max_tokens - generated_total_;
+        // Two statements: GCC 12 miscompiles co_await in both arms of a conditional.
+        if (env_.remote) stats = co_await generate_remote(max_tokens, turn);
+        else stats = co_await generate(std::move(append), max_tokens, turn);
+    }
+    turn.tokens.assign(all_tokens_.begin() + static_cast<std::ptrdiff_t>(first_generated), all_tokens_.end());
     turn.end_ms = now_ms();
     turn_decode_end_ms_ = turn.end_ms;
     if (turn.generated_tokens == 0) turn.first_token_ms = turn.end_ms;
-    std::string tail = detok_->flush();
+    std::string tail = detok_ ? detok_->flush() : std::string();
     if (!tail.empty()) {
         turn_text_ += tail;
         parser_.feed(tail, events_);
@@ -91,6 +113,14 @@ asio::awaitable<result<int32_t>> runner::generate_turn(int step, std::vector<int
     // What the engine really computed: the prefix cache may have supplied part of the append.
     turn.reused_tokens = std::max(0, turn.reused_tokens + turn.prefill_tokens - stats.n_prefilled);
     turn.prefill_tokens = stats.n_prefilled;
+    if (recorded) {
+        // As it happened the first time.
+        turn.replayed = true;
+        turn.reused_tokens = static_cast<int>(recorded->reused_tokens);
+        turn.start_ms = recorded->prefill_start_ms;
+        turn.first_token_ms = recorded->prefill_end_ms;
+        turn.end_ms = recorded->decode_end_ms;
+    }
     generated_total_ += stats.n_generated;
     out_.n_tool_calls += turn_calls_ + turn_call_errors_;
     out_.n_bad_calls += static_cast<int>(turn_errors_.size());
@@ -102,8 +132,9 @@ asio::awaitable<result<int32_t>> runner::generate_turn(int step, std::vector<int
     out_.steps = step;
     out_.turns.push_back(turn);
     journal_turn(turn);
-    if (env_.observer) env_.observer->on_turn_end(turn);
-    if (stats.finish == finish_reason::error) co_return make_error(errc::internal, "engine: " + stats.error);
+    if (env_.observer && !recorded) env_.observer->on_turn_end(turn);
+    if (stats.finish == finish_reason::error) co_return make_error(errc::internal, (env_.remote ? "" : "engine: ") + stats.error);
+    if (env_.remote) co_return stats.finish == finish_reason::stop ? 0 : -1;
     const auto& eot = env_.host->end_of_turn();
     const bool ended = stats.finish == finish_reason::stop && !all_tokens_.empty() &&
                        std::find(eot.begin(), eot.end(), all_tokens_.back()) != eot.end();
@@ -150,7 +181,10 @@ std::vector<chat_message> runner::append_results(int step) {
     std::vector<chat_message> feedback;
     for (const auto& [index, r] : by_index) {
         if (r.source) record(journal::feedback_event{step, r.call_id, r.source, r.text});
-        feedback.push_back({"tool", r.text});
+        chat_message result{"tool", r.text};
+        const auto id = turn_model_ids_.find(index);
+        result.tool_call_id = result_call_id(id != turn_model_ids_.end() ? id->second : std::string(), step, index);
+        feedback.push_back(std::move(result));
     }
     // What this turn teaches the predictor, and what the next prediction starts from.
     std::string kind, results;
@@ -174,7 +208,10 @@ std::vector<chat_message> runner::append_results(int step) {
 void runner::handle_events() {
     for (auto& ev : events_) {
         switch (ev.type) {
-            case tool_call_event::kind::text: break;
+            case tool_call_event::kind::text:
+                if (turn_calls_ + turn_call_errors_ == 0) turn_lead_text_ += ev.text;
+                break;  // the turn's text is kept whole in turn_text_
+            case tool_call_event::kind::reasoning: break;
             case tool_call_event::kind::call_error:
                 ++turn_call_errors_;
                 turn_errors_.emplace_back(ev.index, ev.message);
@@ -182,6 +219,8 @@ void runner::handle_events() {
                 break;
             case tool_call_event::kind::call_complete: {
                 ++turn_calls_;
+                if (!ev.id.empty()) turn_model_ids_[ev.index] = ev.id;
+                turn_structured_calls_.push_back({result_call_id(ev.id, turn_step_, ev.index), ev.name, ev.arguments_json});
                 auto it = tool_by_name_.find(ev.name);
                 if (it == tool_by_name_.end()) {
                     std::string known;
@@ -202,9 +241,11 @@ void runner::handle_events() {
                     turn_slots_.push_back(spec);
                     break;
                 }
-                auto slot = make_call(turn_step_, ev.index, ev.name, ev.arguments_json, req_.switches.early_dispatch);
+                // A call that needs approval is asked about once its turn has ended.
+                const bool early = req_.switches.early_dispatch && !requires_approval(ev.name);
+                auto slot = make_call(turn_step_, ev.index, ev.name, ev.arguments_json, early);
                 turn_slots_.push_back(slot);
-                if (req_.switches.early_dispatch && req_.switches.parallel_tools) start_call(slot);
+                if (early && req_.switches.parallel_tools) start_call(slot);
                 break;
             }
         }
@@ -217,10 +258,13 @@ void runner::on_token(int32_t token, run_turn& turn) {
     ++turn.generated_tokens;
     all_tokens_.push_back(token);
     if (std::find(env_.host->end_of_turn().begin(), env_.host->end_of_turn().end(), token) != env_.host->end_of_turn().end()) return;
-    std::string piece = detok_->push(token);
+    on_text(detok_->push(token));
+}
+
+void runner::on_text(std::string_view piece) {
     if (piece.empty()) return;
     turn_text_ += piece;
-    if (env_.observer) env_.observer->on_text(piece);
+    if (env_.observer && !replaying_) env_.observer->on_text(piece);
     parser_.feed(piece, events_);
     handle_events();
 }
@@ -261,9 +305,39 @@ grounded_values runner::grounding() const {
 result<std::shared_ptr<turn_constraint>> runner::make_constraint() {
     std::vector<grammar_tool> tools;
     for (const auto& t : tools_) tools.push_back({std::string(t->name()), tool_by_name_.at(std::string(t->name())).second});
-    auto grammar = json_grammar::build(std::move(tools), output_schema_, req_.switches.grounding ? grounding() : grounded_values{});
+    auto grammar = json_grammar::build(std::move(tools), output_schema_, req_.switches.grounding ? grounding() : grounded_values{},
+                                       family_of(env_.host->format()).syntax);
     if (!grammar) return grammar.err();
     return std::make_shared<turn_constraint>(env_.host->index(), std::move(grammar).value());
+}
+
+// A recorded turn of a resumed run: its tokens go through the stream
+// handling as generated ones did (so the same calls are dispatched, served
+// from their recorded results, and the same state is built), without the
+// engine. The session's KV is behind from here: the next generated turn
+// prefills the conversation.
+request_stats runner::replay_turn(const journal::model_turn_event& recorded, run_turn& turn) {
+    replaying_ = true;
+    kv_behind_ = true;
+    if (env_.remote) {
+        // A remote turn has no tokens here: its text goes through the parser
+        // (server-mode calls were journaled as <tool_call> blocks).
+        on_text(recorded.text);
+        turn.generated_tokens = static_cast<int>(recorded.generated_tokens);
+    }
+    for (int32_t t : recorded.tokens) on_token(t, turn);
+    replaying_ = false;
+    request_stats stats;
+    stats.n_appended = static_cast<int>(recorded.prefill_tokens);
+    stats.n_prefilled = static_cast<int>(recorded.prefill_tokens);
+    stats.n_generated = static_cast<int>(recorded.generated_tokens);
+    if (env_.remote || recorded.tokens.empty()) {
+        stats.finish = finish_reason::stop;
+        return stats;
+    }
+    const auto& eot = env_.host->end_of_turn();
+    stats.finish = std::find(eot.begin(), eot.end(), recorded.tokens.back()) != eot.end() ? finish_reason::stop : finish_reason::length;
+    return stats;
 }
 
 asio::awaitable<request_stats> runner::generate(std::vector<int32_t> append, int max_tokens, run_turn& turn) {
@@ -275,6 +349,15 @@ asio::awaitable<request_stats> runner::generate(std::vector<int32_t> append, int
     };
     auto st = std::make_shared<shared>(ex_);
     request r;
+    if (req_.forced_turns) {
+        auto it = req_.forced_turns->find(turn.step);
+        if (it == req_.forced_turns->end()) {
+            st->stats.finish = finish_reason::error;
+            st->stats.error = "replay: the recording has no turn " + std::to_string(turn.step);
+            co_return st->stats;
+        }
+        r.forced = it->second;
+    }
     r.session = session_;
     r.append = std::move(append);
     r.max_tokens = max_tokens;
@@ -304,14 +387,32 @@ asio::awaitable<request_stats> runner::generate(std::vector<int32_t> append, int
     current_request_ = env_.host->eng().submit(std::move(r));
     co_await st->done.wait();
     current_request_ = 0;
+    if (req_.forced_turns && st->stats.finish == finish_reason::error)
+        st->stats.error = "replay diverged from the recording at turn " + std::to_string(turn.step) + ": " + st->stats.error;
     co_return st->stats;
 }
 
 // The tokens that continue the session after a turn: the rendered
 // conversation with `new_messages` appended, minus what is already in the KV.
 result<std::vector<int32_t>> runner::next_turn_tokens(int32_t end_token, const std::vector<chat_message>& new_messages) {
+    if (env_.remote) {
+        next_remote_messages(new_messages);
+        return std::vector<int32_t>{};
+    }
     const std::string& turn_text = turn_text_;
-    messages_.push_back({"assistant", turn_text});
+    chat_message reply{"assistant", turn_text};
+    // Mistral's templates count an assistant turn without structured calls
+    // as an answer (two in a row raise), and write a turn's calls themselves:
+    // the turn goes back as its calls. Where the template writes them
+    // otherwise than the model did, the turn is re-prefilled below.
+    const tool_call_syntax syntax = family_of(env_.host->format()).syntax;
+    const bool structured = syntax == tool_call_syntax::mistral || syntax == tool_call_syntax::mistral_named ||
+                            syntax == tool_call_syntax::mistral_named_id;
+    if (structured && !turn_structured_calls_.empty()) {
+        reply.content = turn_lead_text_;
+        reply.tool_calls = turn_structured_calls_;
+    }
+    messages_.push_back(std::move(reply));
     for (const auto& m : new_messages) messages_.push_back(m);
     auto full = render_chat(env_.host->format(), messages_, render_options_);
     if (!full) return full.err();
@@ -326,7 +427,7 @@ result<std::vector<int32_t>> runner::next_turn_tokens(int32_t end_token, const s
         // The turn ended without its end marker (budget) or renders differently:
         // rewind to the turn's start and re-prefill it as the template writes it.
         TACHYON_LOG(debug, "run " << out_.run_id << ": turn " << turn_step_ << " re-prefilled as the template renders it");
-        env_.host->eng().truncate_session(session_, n_prompt_tokens_);
+        if (!kv_behind_) env_.host->eng().truncate_session(session_, n_prompt_tokens_);
         all_tokens_.resize(static_cast<size_t>(n_prompt_tokens_));
         tokens = env_.host->encode_scaffold(std::string_view(*full).substr(rendered_.size()));
     }

@@ -46,6 +46,10 @@ asio::awaitable<std::optional<chat_message>> runner::verify_answer(int step) {
         const double wait_start = now_ms();
         verdict v = co_await verify(answer);
         out_.tool_wait_ms += now_ms() - wait_start;
+        if (park_) {  // a check waits for a person (it may have run before a crash)
+            finish(out_, park_->state, park_->error);
+            co_return std::nullopt;
+        }
         ++out_.verify_attempts;
         if (v.ok) {
             out_.verified = !verify_tools_.empty();  // only a check that ran can vouch for it
@@ -70,7 +74,9 @@ asio::awaitable<std::optional<chat_message>> runner::verify_answer(int step) {
         co_return std::nullopt;
     }
     record(journal::feedback_event{step, {}, "answer", problem});
-    co_return chat_message{"tool", problem};
+    chat_message feedback{"tool", problem};
+    feedback.tool_call_id = result_call_id({}, step, 0);  // answers no call, but Mistral's templates want an id
+    co_return feedback;
 }
 
 // The agent's checks in order, each a tool call with arguments copied from
@@ -102,6 +108,7 @@ asio::awaitable<runner::verdict> runner::verify(const std::string& answer) {
         slot->rec.call_id = "verify_" + std::to_string(out_.verify_attempts);
         start_call(slot);
         co_await slot->done.wait();
+        if (slot->parked) co_return verdict{false, {}, {}};
         const bool ok = slot->rec.ok && slot->rec.result.rfind("verified", 0) == 0;
         journal::verify_event e;
         e.attempt = out_.verify_attempts;

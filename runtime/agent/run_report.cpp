@@ -36,8 +36,20 @@ std::string outcome_json(const run_outcome& out) {
        << ", \"model\": " << num(out.model_ms) << ", \"tools\": " << num(out.tool_ms) << ", \"tool_wait\": " << num(out.tool_wait_ms)
        << ", \"overlap_saved\": " << num(out.overlap_saved_ms) << "}, \"tokens\": {\"prefilled\": " << out.prefill_tokens
        << ", \"reused\": " << out.reused_tokens << ", \"generated\": " << out.generated_tokens << "}, \"tool_calls\": " << out.calls.size()
+       << ", \"resumed\": " << (out.resumed ? "true" : "false") << ", \"pending\": " << pending_json(out.pending)
        << ", \"journal\": " << json::quote(out.journal_path) << "}";
     return os.str();
+}
+
+std::string pending_json(const std::vector<journal::call_pending_event>& pending) {
+    std::string out = "[";
+    for (const auto& p : pending) {
+        auto args = json::minify(p.arguments_json, "arguments");
+        out += (out.size() > 1 ? "," : "") + std::string("{\"call_id\":") + json::quote(p.call_id) + ",\"name\":" + json::quote(p.name) +
+               ",\"arguments\":" + (args ? *args : json::quote(p.arguments_json)) + ",\"reason\":" + json::quote(p.reason) +
+               ",\"message\":" + json::quote(p.message) + "}";
+    }
+    return out + "]";
 }
 
 std::string outcome_summary(const run_outcome& out) {
@@ -49,6 +61,16 @@ std::string outcome_summary(const run_outcome& out) {
         os << "verified answer: " << answer_text(out.answer) << "\n";
     } else if (out.state == "succeeded") {
         os << "answered (no checks): " << answer_text(out.answer) << "\n";
+    } else if (!out.pending.empty()) {
+        // Parked: what the person is asked, and how to answer.
+        os << "waiting (" << out.state << "): " << out.error << "\n";
+        bool approval = false;
+        for (const auto& p : out.pending) {
+            os << "  " << p.call_id << ": " << p.name << " " << p.arguments_json << " (" << p.reason << ")\n";
+            approval = approval || p.reason == "approval";
+        }
+        os << "continue with: tachyon run --resume " << out.run_id
+           << (approval ? " --approve-all (or --reject-all)" : " --decide retry (or skip)") << "\n";
     } else {
         os << "no answer (" << out.state << "): " << out.error << "\n";
         if (!out.answer.empty()) os << "last answer: " << answer_text(out.answer) << "\n";

@@ -9,6 +9,8 @@
 namespace tachyon {
 
 std::string outcome_json(const run_outcome& out);
+// [{"call_id", "name", "arguments", "reason", "message"}, ...]: the calls a parked run waits on.
+std::string pending_json(const std::vector<journal::call_pending_event>& pending);
 std::string outcome_summary(const run_outcome& out);
 
 }  // namespace tachyon

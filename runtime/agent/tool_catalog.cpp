@@ -7,6 +7,9 @@
 #include <filesystem>
 
 #include "base/assert.h"
+#include "runtime/agent/agent_def.h"
+#include "runtime/constrain/json_schema.h"
+#include "tools/mcp/mcp_tools.h"
 #include "tools/logs/builtin.h"
 #include "tools/host/http_get.h"
 #include "tools/host/read_file.h"
@@ -160,7 +163,7 @@ status check_builtin_settings(const std::string& name, const std::map<std::strin
         for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
         return make_error(errc::not_found, "unknown tool '" + name + "' (built-in tools: " + list + ")");
     }
-    const std::vector<std::string> log_keys = {"root"};
+    const std::vector<std::string> log_keys = {"root", "year", "tz"};
     auto it = keys.find(name);
     const std::vector<std::string>& allowed = it != keys.end() ? it->second : log_keys;
     for (const auto& [key, value] : settings) {
@@ -175,6 +178,59 @@ status check_builtin_settings(const std::string& name, const std::map<std::strin
     return {};
 }
 
+result<std::vector<std::shared_ptr<tools::tool>>> mcp_sessions::tools_of(const agent_definition& agent) {
+    std::vector<std::shared_ptr<tools::tool>> out;
+    for (const auto& server : agent.mcp_servers) {
+        std::string key = agent.file + "\n" + server.name;
+        for (const auto& arg : server.command) key += "\n" + arg;
+        key += "\n" + server.url;
+        std::shared_ptr<tools::mcp::client> session;
+        {
+            std::lock_guard lock(mutex_);
+            auto it = clients_.find(key);
+            if (it != clients_.end()) session = it->second;
+        }
+        if (!session) {
+            tools::mcp::server_config c;
+            c.name = server.name;
+            c.command = server.command;
+            c.env = server.env;
+            c.cwd = server.cwd;
+            c.url = server.url;
+            c.headers = server.headers;
+            c.bearer_env = server.bearer_env;
+            c.tools = server.tools;
+            c.read_only.insert(server.read_only.begin(), server.read_only.end());
+            for (const auto& [tool, args] : server.grounded) c.grounded[tool].insert(args.begin(), args.end());
+            if (server.timeout_ms) c.request_timeout = std::chrono::milliseconds(*server.timeout_ms);
+            // structuredContent is checked with the same validator as tool arguments.
+            auto validate = [](std::string_view schema_json, std::string_view instance) -> status {
+                auto schema = json_schema::parse(schema_json, "structuredContent", "field");
+                if (!schema) return schema.err();
+                return schema->validate(instance);
+            };
+            auto made = tools::mcp::client::connect(std::move(c), validate);
+            if (!made) return make_error(made.err().code, agent.file + ": mcp_servers." + server.name + ": " + made.err().message);
+            std::lock_guard lock(mutex_);
+            session = clients_.emplace(key, std::move(made).value()).first->second;
+        }
+        auto tools = tools::mcp::make_mcp_tools(session);
+        if (!tools) return make_error(tools.err().code, agent.file + ": mcp_servers." + server.name + ": " + tools.err().message);
+        for (auto& t : *tools) {
+            // The runtime compiles every schema it constrains decoding with: refuse one it cannot, naming server and tool.
+            auto schema = json_schema::parse(t->parameters_schema(), std::string(t->name()), "argument");
+            if (!schema)
+                return make_error(errc::unsupported, agent.file + ": mcp_servers." + server.name + ": tool " + std::string(t->name()) +
+                                                         ": inputSchema: " + schema.err().message);
+            if (auto c = schema->unsatisfiable())
+                return make_error(errc::unsupported, agent.file + ": mcp_servers." + server.name + ": tool " + std::string(t->name()) +
+                                                         ": inputSchema." + c->path + ": " + c->what);
+            out.push_back(std::move(t));
+        }
+    }
+    return out;
+}
+
 result<std::vector<std::shared_ptr<tools::tool>>> make_builtin_tools(const std::vector<tool_request>& requests) {
     std::map<std::string, tools::registry> by_root;  // one store per incident root
     std::vector<std::shared_ptr<tools::tool>> out;
@@ -186,17 +242,20 @@ result<std::vector<std::shared_ptr<tools::tool>>> make_builtin_tools(const std::
             continue;
         }
         for (const auto& [key, value] : settings) {
-            if (key != "root") return make_error(errc::invalid_argument, "tool " + name + ": unknown setting '" + key + "' (expected: root)");
+            if (key != "root" && key != "year" && key != "tz")
+                return make_error(errc::invalid_argument, "tool " + name + ": unknown setting '" + key + "' (expected: root, year, tz)");
         }
         auto root = settings.find("root");
         if (root == settings.end()) return make_error(errc::invalid_argument, "tool " + name + ": setting 'root' (the incident directory) is required");
         if (!std::filesystem::is_directory(root->second)) {
             return make_error(errc::not_found, "tool " + name + ": root '" + root->second + "' is not a directory");
         }
+        auto options = tools::log_store_options_from(settings);
+        if (!options) return make_error(options.err().code, "tool " + name + ": " + options.err().message);
         auto it = by_root.find(root->second);
         if (it == by_root.end()) {
             it = by_root.emplace(root->second, tools::registry{}).first;
-            TACHYON_TRY(tools::add_log_tools(it->second, root->second));
+            TACHYON_TRY(tools::add_log_tools(it->second, root->second, *options));
         }
         out.push_back(it->second.find(name));
     }

@@ -17,8 +17,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-constexpr std::string_view k_call_open = "<tool_call>";
-
 // The length of the longest prefix of `text` that ends on a UTF-8 character
 // boundary, at most `n`.
 size_t utf8_cut(std::string_view text, size_t n) {
@@ -34,7 +32,7 @@ struct chat_generation::impl {
     asio::any_io_executor ex;
     generation_limits limits;
     int max_tokens = 0;
-    bool parse_calls = false;           // tools active: <tool_call> blocks become tool_calls
+    bool parse_calls = false;           // tools active, or a thinking family: the output goes through the parser
     std::string forced_prefix;          // written into the prompt for the model, part of the answer
     std::shared_ptr<turn_constraint> constraint;
 
@@ -89,10 +87,14 @@ result<std::shared_ptr<chat_generation>> chat_generation::create(std::shared_ptr
     auto text = render_prompt(request, host->format());
     if (!text) return text.err();
     const bool tools_active = request.tool_choice != tool_choice_mode::none && !request.tools.empty();
-    g.parse_calls = tools_active;
-    if (tools_active && host->format() != chat_format::chatml)
+    // Calls are parsed and constrained in the syntax of the model's family.
+    const tool_call_syntax syntax = family_of(host->format()).syntax;
+    if (tools_active && syntax == tool_call_syntax::none)
         return make_error(errc::invalid_argument, "tools: the model's chat format " + std::string(to_string(host->format())) +
-                                                      " has no tool-call syntax this server parses (chatml only)");
+                                                      " has no tool calls (its template defines none)");
+    // Qwen3's think block goes out as reasoning_content, with or without tools.
+    g.parse_calls = tools_active || syntax == tool_call_syntax::qwen3;
+    g.parser = tool_call_parser(tools_active ? syntax : tool_call_syntax::qwen3);
 
     // The constraint: tool calls valid for their schemas, the answer valid
     // for the response format.
@@ -112,14 +114,14 @@ result<std::shared_ptr<chat_generation>> chat_generation::create(std::shared_ptr
         answer = std::make_shared<const json_schema>(std::move(schema).value());
     }
     if (!gtools.empty() || answer) {
-        auto grammar = json_grammar::build(std::move(gtools), answer, grounded_values{});
+        auto grammar = json_grammar::build(std::move(gtools), answer, grounded_values{}, syntax);
         if (!grammar) return make_error(errc::invalid_argument, (answer ? "response_format: " : "tools: ") + grammar.err().message);
         g.constraint = std::make_shared<turn_constraint>(host->index(), std::move(grammar).value());
     }
     // Forced openings: a call when one is required, '{' when the answer is
     // JSON and no tool may be called instead.
     if (tools_active && (request.tool_choice == tool_choice_mode::required || request.tool_choice == tool_choice_mode::named)) {
-        g.forced_prefix = std::string(k_call_open);
+        g.forced_prefix = std::string(call_trigger_of(syntax));
     } else if (answer && !tools_active) {
         g.forced_prefix = "{";
     }
@@ -260,9 +262,11 @@ void chat_generation::impl::stream_call_progress() {
     constexpr std::string_view open = "\n{\"name\": \"";
     constexpr std::string_view args_key = "\", \"arguments\": ";
     constexpr size_t hold = 16;
-    const size_t at = turn_text.rfind(k_call_open);
+    constexpr std::string_view call_open = "<tool_call>";
+    if (parser.syntax() != tool_call_syntax::hermes && parser.syntax() != tool_call_syntax::qwen3) return;
+    const size_t at = turn_text.rfind(call_open);
     if (at == std::string::npos) return;
-    const std::string_view body = std::string_view(turn_text).substr(at + k_call_open.size());
+    const std::string_view body = std::string_view(turn_text).substr(at + call_open.size());
     if (body.size() < open.size() || body.substr(0, open.size()) != open) return;
     const size_t name_end = body.find(args_key, open.size());
     if (name_end == std::string_view::npos) return;
@@ -273,7 +277,7 @@ void chat_generation::impl::stream_call_progress() {
     if (!call_head_sent) {
         call_head_sent = true;
         streamed_args.clear();
-        pending_call_id = make_tool_call_id();
+        pending_call_id = make_tool_call_id(parser.syntax());
         delta head;
         head.tool_index = index;
         head.tool_id = pending_call_id;
@@ -305,6 +309,14 @@ void chat_generation::impl::handle_events() {
                     on_delta(d);
                 }
                 break;
+            case tool_call_event::kind::reasoning:
+                out.reasoning_content += ev.text;
+                if (on_delta) {
+                    delta d;
+                    d.reasoning_content = ev.text;
+                    on_delta(d);
+                }
+                break;
             case tool_call_event::kind::call_error:
                 // Only without a constraint, or cut by max_tokens: the call is dropped
                 // (a streamed part of it stays with the client, as when a stream is cut).
@@ -316,7 +328,7 @@ void chat_generation::impl::handle_events() {
                 tool_call c;
                 c.name = ev.name;
                 c.arguments_json = ev.arguments_json;
-                c.id = call_head_sent ? pending_call_id : make_tool_call_id();
+                c.id = call_head_sent ? pending_call_id : !ev.id.empty() ? ev.id : make_tool_call_id(parser.syntax());
                 if (on_delta) {
                     // id, type and name first, then the arguments as string fragments.
                     const int index = static_cast<int>(out.tool_calls.size());

@@ -2,11 +2,13 @@
 // parsed request (runtime/chat/openai_chat.h), submits it on a fresh engine
 // session (continuous batching and the engine's prefix cache apply), turns
 // the token stream into content and tool-call deltas with the incremental
-// tool-call parser, and constrains what the model may write:
-// - tools present: a <tool_call> holds a known tool's name and arguments
-//   valid for its schema (runtime/constrain/constraint.h);
-// - tool_choice required / named: the turn opens with "<tool_call>", so the
-//   output is a call (of the named tool);
+// tool-call parser in the model family's syntax (Qwen3's think block
+// becomes reasoning_content), and constrains what the model may write:
+// - tools present: a call, from the family's trigger on, holds a known
+//   tool's name and arguments valid for its schema
+//   (runtime/constrain/constraint.h); a family without tool calls refuses tools;
+// - tool_choice required / named: the turn opens with the family's trigger
+//   ("<tool_call>", "[TOOL_CALLS]", ...), so the output is a call (of the named tool);
 // - response_format json_object / json_schema: the turn is one JSON object
 //   valid for the schema.
 // Engine callbacks run on the engine thread; everything they do is posted

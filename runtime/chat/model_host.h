@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "inference/tokenizer/chat_template.h"
+#include "runtime/formats/chat_format.h"
 #include "inference/engine/engine.h"
 #include "inference/tokenizer/tokenizer.h"
 #include "runtime/constrain/token_index.h"

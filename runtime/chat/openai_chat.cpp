@@ -500,11 +500,12 @@ result<std::vector<chat_message>> to_chat_messages(const chat_request& request) 
     std::vector<chat_message> out;
     out.reserve(request.messages.size());
     for (const auto& m : request.messages) {
-        chat_message c{m.role, m.content};
-        for (const auto& call : m.tool_calls) {
-            if (!c.content.empty()) c.content += "\n";
-            c.content += "<tool_call>\n{\"name\": " + json::quote(call.name) + ", \"arguments\": " + call.arguments_json + "}\n</tool_call>";
-        }
+        chat_message c;
+        c.role = m.role;
+        c.content = m.content;
+        c.tool_call_id = m.tool_call_id;
+        // Structured: each family's renderer writes them in its own syntax.
+        for (const auto& call : m.tool_calls) c.tool_calls.push_back({call.id, call.name, call.arguments_json});
         out.push_back(std::move(c));
     }
     return out;
@@ -537,6 +538,7 @@ std::string completion_json(const completion& c) {
     append_head(out, c, "chat.completion");
     out += ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":";
     out += c.content.empty() && !c.tool_calls.empty() ? "null" : json::quote(c.content);
+    if (!c.reasoning_content.empty()) out += ",\"reasoning_content\":" + json::quote(c.reasoning_content);
     if (!c.tool_calls.empty()) {
         out += ",\"tool_calls\":[";
         for (size_t i = 0; i < c.tool_calls.size(); ++i) {
@@ -569,6 +571,10 @@ std::string chunk_json(const completion& head, const delta& d) {
         sep();
         out += "\"content\":" + json::quote(d.content);
     }
+    if (!d.reasoning_content.empty()) {
+        sep();
+        out += "\"reasoning_content\":" + json::quote(d.reasoning_content);
+    }
     if (d.tool_index >= 0) {
         sep();
         out += "\"tool_calls\":[{\"index\":" + std::to_string(d.tool_index);
@@ -593,7 +599,9 @@ std::string usage_chunk_json(const completion& head, const usage& u) {
 }
 
 std::string make_completion_id() { return "chatcmpl-" + random_hex(24); }
-std::string make_tool_call_id() { return "call_" + random_hex(24); }
+std::string make_tool_call_id(tool_call_syntax syntax) {
+    return syntax == tool_call_syntax::mistral ? random_hex(9) : "call_" + random_hex(24);
+}
 
 sampling_params sampling_of(const chat_request& request) {
     sampling_params p;

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/result.h"
-#include "inference/tokenizer/chat_template.h"
+#include "runtime/formats/chat_format.h"
 #include "inference/engine/engine.h"
 
 namespace tachyon::openai {
@@ -81,9 +81,8 @@ struct chat_request {
 // that does not parse.
 result<chat_request> parse_chat_request(std::string_view body);
 
-// The conversation as chat_template messages: assistant tool calls become
-// <tool_call> blocks after the content, arguments re-written in the prompt
-// format's ", " / ": " style.
+// The conversation as chat_template messages; assistant tool calls stay
+// structured, for the family's renderer to write in its syntax.
 result<std::vector<chat_message>> to_chat_messages(const chat_request& request);
 
 // The tool definitions as the system prompt lists them, one line each.
@@ -103,6 +102,7 @@ struct completion {
     std::string model;
     int64_t created = 0;  // unix seconds
     std::string content;
+    std::string reasoning_content;  // thinking families: the text of the think block, apart from content
     std::vector<tool_call> tool_calls;
     std::string finish_reason = "stop";  // stop, length, tool_calls
     usage tokens;
@@ -115,6 +115,7 @@ std::string completion_json(const completion& c);
 struct delta {
     bool role = false;             // the first chunk: {"role": "assistant", "content": ""}
     std::string content;           // text (may be empty)
+    std::string reasoning_content; // thinking text (may be empty)
     int tool_index = -1;           // >= 0: a tool_calls fragment for this index
     std::string tool_id;           // first fragment of a call: id, type and name
     std::string tool_name;
@@ -127,9 +128,10 @@ std::string chunk_json(const completion& head, const delta& d);
 // The final usage chunk (choices: []).
 std::string usage_chunk_json(const completion& head, const usage& u);
 
-// "chatcmpl-" and 24 random hex digits; "call_" and 24 hex digits.
+// "chatcmpl-" and 24 random hex digits; "call_" and 24 hex digits, or for
+// Mistral, whose template takes only 9 alphanumeric characters, 9 hex digits.
 std::string make_completion_id();
-std::string make_tool_call_id();
+std::string make_tool_call_id(tool_call_syntax syntax = tool_call_syntax::hermes);
 
 // Sampling of a request: temperature 0 is greedy; seed given or random.
 sampling_params sampling_of(const chat_request& request);

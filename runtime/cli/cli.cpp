@@ -172,7 +172,9 @@ result<parsed_args> parse(std::span<const command_spec> commands, std::span<cons
     if (out.positionals_.size() < n_required) {
         return usage("'" + command->name + "' needs " + command->positionals[out.positionals_.size()].name);
     }
-    if (out.positionals_.size() > command->positionals.size()) {
+    // A last positional named "NAME..." takes the rest of the words.
+    const bool takes_rest = !command->positionals.empty() && command->positionals.back().name.ends_with("...");
+    if (out.positionals_.size() > command->positionals.size() && !takes_rest) {
         return usage("unexpected argument '" + out.positionals_[command->positionals.size()] + "' for '" + command->name + "'");
     }
     return out;

@@ -17,6 +17,10 @@
 
 namespace tachyon::cli {
 
+// Exit codes of the commands that tell a failure from a wrong command line.
+constexpr int exit_failed = 1;  // the work was refused or failed
+constexpr int exit_usage = 2;   // the command line is wrong
+
 enum class option_kind {
     flag,   // --ids            (present or not)
     value,  // --seed 42        (last one wins)
@@ -34,7 +38,7 @@ struct option_spec {
 };
 
 struct positional_spec {
-    std::string name;  // "AGENT.json"
+    std::string name;  // "AGENT.json"; "AGENT.json..." (the last one only): any number of them
     std::string help;
     bool required = true;
 };

@@ -6,7 +6,7 @@
 #include <iterator>
 #include <sstream>
 
-#include "inference/tokenizer/chat_template.h"
+#include "runtime/formats/chat_format.h"
 #include "inference/engine/engine.h"
 #include "inference/tokenizer/tokenizer.h"
 #include "runtime/cli/cli.h"
@@ -79,7 +79,7 @@ int generate(const cli::parsed_args& args) {
     sp.seed = static_cast<uint64_t>(*seed);
     if (auto st = sp.validate(); !st) return fail("generate", st.err().message);
     if (*n_predict < 0) return fail("generate", "-n must be >= 0");
-    if (*threads < 1) return fail("generate", "-t must be >= 1");
+    if (*threads < 0) return fail("generate", "-t must be >= 0 (0: automatic)");
 
     auto file = gguf_file::open(*args.get("model"));
     if (!file) return fail("generate", file.err().message);
@@ -189,10 +189,10 @@ cli::command_spec make_generate_command() {
         {"min-p", 0, cli::option_kind::value, "P", "0.05", "min-p (0: off)"},
         {"repeat-penalty", 0, cli::option_kind::value, "R", "1.0", "repetition penalty (1: off)"},
         {"seed", 's', cli::option_kind::value, "S", "0", "random seed"},
-        {"threads", 't', cli::option_kind::value, "N", "1", "kernel threads"},
+        {"threads", 't', cli::option_kind::value, "N", "0", "kernel threads (0: 1 for a model too small to split, else one per hardware thread)"},
         {"ids", 0, cli::option_kind::flag, "", "", "print the generated token ids instead of text"},
         {"chat", 0, cli::option_kind::flag, "", "", "render the prompt as a user message with the chat template"},
-        {"chat-format", 0, cli::option_kind::value, "NAME", "", "chatml or llama3, overriding the template's"},
+        {"chat-format", 0, cli::option_kind::value, "NAME", "", "a chat format (chatml, qwen3, llama3.1, mistral, ...), overriding the template's"},
         {"system", 0, cli::option_kind::value, "TEXT", "", "system message (with --chat)"},
         {"ignore-eos", 0, cli::option_kind::flag, "", "", "keep generating past end-of-generation tokens"},
         {"stats", 0, cli::option_kind::flag, "", "", "print prompt and generation speed to stderr"},

@@ -14,8 +14,8 @@ namespace tachyon {
 
 namespace {
 
-constexpr int exit_failed = 1;  // the tool refused the call or failed
-constexpr int exit_usage = 2;   // the command line is wrong
+using cli::exit_failed;
+using cli::exit_usage;
 
 int complain(int code, const std::string& message) {
     std::cerr << "tachyon tool: " << message << "\n";

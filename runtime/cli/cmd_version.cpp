@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "runtime/cli/cli.h"
+#include "inference/kernels/kernels.h"
 
 namespace tachyon {
 
@@ -10,10 +11,8 @@ cli::command_spec make_version_command() {
     c.summary = "print the version and the CPU features the kernels use";
     c.run = [](const cli::parsed_args&) {
         std::cout << "tachyon " << TACHYON_VERSION << "\n";
-        __builtin_cpu_init();
-        std::cout << "cpu: avx2=" << (__builtin_cpu_supports("avx2") ? "yes" : "no")
-                  << " fma=" << (__builtin_cpu_supports("fma") ? "yes" : "no")
-                  << " f16c=" << (__builtin_cpu_supports("f16c") ? "yes" : "no") << "\n";
+        // the level the kernels dispatch to on this CPU (TACHYON_KERNELS may lower it)
+        std::cout << "kernels: " << to_string(default_isa()) << "\n";
         return 0;
     };
     return c;

@@ -7,24 +7,29 @@
 
 namespace tachyon {
 
-namespace {
-constexpr std::string_view k_trigger = "<tool_call>";
-}  // namespace
-
 bool turn_constraint::cursor::feed(uint8_t c, const json_grammar& g) {
     const bool first = at_start;
     at_start = false;
+    const std::string_view trig = g.call_trigger();
     switch (r) {
         case region::none:
             if (first && c == '{' && g.has_answer()) {
                 r = region::answer;
                 a.start_answer();
-                return a.advance(c);
+                answer_ok = a.advance(c);
+                // Llama 3 opens a call with `{"name"` too: until that trigger
+                // is complete or broken, the turn may be either.
+                if (g.has_tools() && !trig.empty() && trig[0] == '{') {
+                    trigger = 1;
+                    return true;
+                }
+                return answer_ok;
             }
-            // '<' appears only first in the trigger, so this is its full matcher.
-            if (k_trigger[trigger] == static_cast<char>(c)) ++trigger;
-            else trigger = c == '<' ? 1 : 0;
-            if (trigger == k_trigger.size()) {
+            if (trig.empty()) return true;
+            // The trigger's first byte occurs only first in it, so this is its full matcher.
+            if (trig[trigger] == static_cast<char>(c)) ++trigger;
+            else trigger = static_cast<char>(c) == trig[0] ? 1 : 0;
+            if (trigger == trig.size()) {
                 trigger = 0;
                 if (g.has_tools()) {
                     r = region::tool_call;
@@ -32,8 +37,26 @@ bool turn_constraint::cursor::feed(uint8_t c, const json_grammar& g) {
                 }
             }
             return true;
-        case region::tool_call:
         case region::answer:
+            if (trigger > 0) {
+                // Still either the answer or the call trigger.
+                const bool call_ok = trig[trigger] == static_cast<char>(c);
+                answer_ok = answer_ok && a.advance(c);
+                if (call_ok) {
+                    if (++trigger == trig.size()) {
+                        trigger = 0;
+                        r = region::tool_call;
+                        a.start_tool_call();
+                    }
+                    return true;
+                }
+                trigger = 0;
+                if (!answer_ok) return false;
+                if (a.done()) r = region::answer_done;
+                return true;
+            }
+            [[fallthrough]];
+        case region::tool_call:
             if (!a.advance(c)) return false;
             if (a.done()) r = r == region::tool_call ? region::none : region::answer_done;
             return true;
@@ -65,7 +88,7 @@ void turn_constraint::accept(token_id token) {
     const std::string& piece = index_->piece(token);
     if (piece.empty()) {
         // A control token: inside a region only an answer's end may be one.
-        if (in_region() && !(cur_.r == region::answer && cur_.a.can_end())) broken_ = true;
+        if (in_region() && !(cur_.r == region::answer && cur_.answer_ok && cur_.a.can_end())) broken_ = true;
         return;
     }
     accept_text(piece);
@@ -91,7 +114,7 @@ void turn_constraint::walk(uint32_t node, size_t level, uint8_t* allowed) {
     for (uint32_t ci = nd.first_child; ci < end; ++ci) {
         const token_index::node& c = nodes[ci];
         const cursor& cur = levels_[level];
-        if (token_index::is_plain_byte(c.byte) && cur.r != region::none && cur.a.in_plain_string()) {
+        if (token_index::is_plain_byte(c.byte) && cur.r != region::none && cur.trigger == 0 && cur.a.in_plain_string()) {
             // Plain text inside a free string changes nothing the mask depends
             // on: allow a plain subtree at once, or go down with the same state.
             if (c.plain_below) {
@@ -120,8 +143,8 @@ void turn_constraint::fill_mask(std::span<uint8_t> allowed) {
         case region::none:
             std::fill(allowed.begin(), allowed.end(), uint8_t{1});
             // Only these tokens can start a region within their own bytes.
-            if (grammar_->has_tools())
-                for (token_id t : index_->gt_tokens())
+            if (grammar_->has_tools() && !grammar_->call_trigger().empty())
+                for (token_id t : index_->tokens_containing(static_cast<uint8_t>(grammar_->call_trigger().back())))
                     if (!piece_ok(index_->piece(t))) allowed[static_cast<size_t>(t)] = 0;
             if (cur_.at_start && grammar_->has_answer())
                 for (token_id t : index_->brace_tokens())
@@ -132,7 +155,7 @@ void turn_constraint::fill_mask(std::span<uint8_t> allowed) {
             std::fill(allowed.begin(), allowed.end(), uint8_t{0});
             levels_[0].copy_from(cur_);
             walk(0, 0, allowed.data());
-            if (cur_.r == region::answer && cur_.a.can_end())
+            if (cur_.r == region::answer && cur_.answer_ok && cur_.a.can_end())
                 for (token_id t : index_->eog_tokens()) allowed[static_cast<size_t>(t)] = 1;
             return;
         case region::answer_done:
@@ -148,7 +171,7 @@ std::string turn_constraint::forced_continuation() const {
     cursor c, t;
     c.copy_from(cur_);
     while (out.size() < 512 && (c.r == region::tool_call || c.r == region::answer)) {
-        if (c.r == region::answer && c.a.can_end()) break;  // ending is the other way
+        if (c.r == region::answer && (c.trigger > 0 || c.a.can_end())) break;  // ending (or the call) is the other way
         int only = -1;
         for (int b = 0; b < 256; ++b) {
             t.copy_from(c);

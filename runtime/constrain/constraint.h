@@ -1,8 +1,9 @@
 // Constrained decoding for one model turn: tool calls and final answers
 // (DESIGN.md, quality features). Outside a constrained region every token is
 // allowed; a region starts lazily, as llama.cpp's trigger-based grammars do:
-// - after the text "<tool_call>" (a token of its own or several), the
-//   region is `\n{"name": <tool>, "arguments": <args>}\n</tool_call>`;
+// - after the chat family's call trigger ("<tool_call>", "[TOOL_CALLS]",
+//   "<|tool_call|>", Llama 3's `{"name"`; a token of its own or several),
+//   the region is a call in the family's syntax (json_grammar.h);
 // - when the turn's first byte is '{' and the agent has an output schema,
 //   the turn is the answer: one JSON value valid for that schema, then only
 //   an end-of-generation token.
@@ -11,7 +12,7 @@
 // allowed only where the region may end (answers), never inside a call.
 //
 // Cost per step: outside a region, a fill plus a check of the few tokens
-// that could complete the trigger (those containing '>', and at the turn's
+// that could complete the trigger (those holding its last byte, and at the turn's
 // start those starting with '{'); inside, one walk of the token trie
 // (runtime/constrain/token_index.h) pruned at the first byte the grammar rejects.
 //
@@ -67,8 +68,9 @@ private:
     // seen, and the automaton inside a region.
     struct cursor {
         region r = region::none;
-        uint8_t trigger = 0;     // bytes of "<tool_call>" matched at the end of the text
+        uint8_t trigger = 0;     // bytes of the call trigger matched at the end of the text
         bool at_start = true;    // no byte of the turn yet
+        bool answer_ok = true;   // region answer: `a` still holds a valid answer prefix
         json_automaton a;
 
         bool feed(uint8_t c, const json_grammar& g);
@@ -76,6 +78,7 @@ private:
             r = o.r;
             trigger = o.trigger;
             at_start = o.at_start;
+            answer_ok = o.answer_ok;
             a.copy_from(o.a);
         }
     };

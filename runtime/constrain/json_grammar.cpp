@@ -10,17 +10,13 @@ namespace tachyon {
 
 namespace {
 
-// Frame stages shared by containers; finished frames are popped at once.
-constexpr uint8_t k_done = 255;
+// Frame stages (finished frames, k_done, are popped at once).
 // object / array
 constexpr uint8_t k_first = 0, k_in_key = 1, k_in_value = 2, k_after_value = 3, k_comma = 4, k_need_next = 5;
 // string
 constexpr uint8_t k_normal = 0, k_escape = 1, k_hex = 2, k_utf8 = 3;
 // number
 constexpr uint8_t k_start = 0, k_minus = 1, k_zero = 2, k_int = 3, k_dot = 4, k_frac = 5, k_e = 6, k_esign = 7, k_exp = 8;
-// call
-constexpr uint8_t k_call_open = 1, k_call_name = 2, k_call_args = 3, k_call_close = 4;
-
 constexpr uint32_t k_max_int_digits = 18;
 constexpr uint32_t k_max_frac_digits = 20;
 
@@ -186,18 +182,20 @@ status json_grammar::add_anchors(int32_t base, size_t n_nodes, const grounded_va
 
 result<std::shared_ptr<const json_grammar>> json_grammar::build(std::vector<grammar_tool> tools,
                                                                std::shared_ptr<const json_schema> answer,
-                                                               const grounded_values& grounding) {
+                                                               const grounded_values& grounding,
+                                                               tool_call_syntax syntax) {
     if (tools.size() > 64) return make_error(errc::unsupported, "constrained decoding: more than 64 tools");
     auto g = std::make_shared<json_grammar>();
     // Schemas without one (tools that declared none) share an "any object" schema.
     auto any_object = std::make_shared<const json_schema>(json_schema::any_object());
+    g->add_call_region(syntax);
     std::vector<std::pair<std::string, uint8_t>> names;
     for (size_t t = 0; t < tools.size(); ++t) {
         const auto& schema = tools[t].schema ? tools[t].schema : any_object;
         auto root = g->add_schema(*schema, grounding);
         if (!root.ok()) return root.err();
         g->tools_.push_back(*root);
-        names.emplace_back(json_quote(tools[t].name), static_cast<uint8_t>(t));
+        names.emplace_back(g->bare_names_ ? tools[t].name : json_quote(tools[t].name), static_cast<uint8_t>(t));
     }
     if (!tools.empty()) g->tool_names_ = g->add_list(std::move(names));
     if (answer) {
@@ -207,9 +205,6 @@ result<std::shared_ptr<const json_grammar>> json_grammar::build(std::vector<gram
     }
     g->any_node_ = static_cast<int32_t>(g->nodes_.size());
     g->nodes_.push_back(gnode{&g->any_schema_, g->any_node_});
-    g->lit_call_open_ = g->add_literal("\n{\"name\": ");
-    g->lit_call_args_ = g->add_literal(", \"arguments\": ");
-    g->lit_call_close_ = g->add_literal("}\n</tool_call>");
     g->lit_colon_ = g->add_literal(": ");
     g->lit_true_ = g->add_literal("true");
     g->lit_false_ = g->add_literal("false");
@@ -254,15 +249,6 @@ bool json_automaton::push_choice(int32_t list, uint64_t excluded) {
     return push(f);
 }
 
-void json_automaton::start_tool_call() {
-    depth_ = 0;
-    frame f;
-    f.k = kind::call;
-    f.stage = k_call_open;
-    push(f);
-    push_literal(g_->lit_call_open_);
-}
-
 void json_automaton::start_answer() {
     depth_ = 0;
     push_value(g_->answer_root_);
@@ -285,6 +271,7 @@ bool json_automaton::frame_finished(const frame& f) const {
         }
         case kind::number:
         case kind::value: return false;
+        case kind::call_id: return f.pos == call_id_length;
         default: return f.stage == k_done;
     }
 }
@@ -325,26 +312,11 @@ uint32_t json_automaton::narrowed_list(const frame& object, int32_t value_node) 
 void json_automaton::resume_parent(const frame& child) {
     frame& f = top();
     // A value not started yet sits under the literal before it (": ", the
-    // call's `, "arguments": `): it is simply next.
-    if (f.k == kind::value) return;
+    // call's `, "arguments": `), as does a call's id: it is simply next.
+    if (f.k == kind::value || f.k == kind::call_id) return;
     const json_grammar::gnode* n = f.k == kind::call ? nullptr : &g_->nodes_[static_cast<size_t>(f.id)];
     switch (f.k) {
-        case kind::call:
-            if (f.stage == k_call_open) {
-                f.stage = k_call_name;
-                push_choice(g_->tool_names_, 0);
-            } else if (f.stage == k_call_name) {
-                const uint8_t tool = g_->lists_[static_cast<size_t>(g_->tool_names_)].payload[child.a];
-                f.stage = k_call_args;
-                push_value(g_->tools_[tool]);
-                push_literal(g_->lit_call_args_);
-            } else if (f.stage == k_call_args) {
-                f.stage = k_call_close;
-                push_literal(g_->lit_call_close_);
-            } else {
-                f.stage = k_done;
-            }
-            break;
+        case kind::call: resume_call(f, child); break;
         case kind::object:
             if (f.stage == k_in_key) {
                 int32_t value_node = g_->any_node_;
@@ -396,7 +368,8 @@ json_automaton::step json_automaton::consume(frame& f, uint8_t c) {
         case kind::value: return consume_value(f, c);
         case kind::string: return consume_string(f, c);
         case kind::number: return consume_number(f, c);
-        case kind::call: return step::reject;
+        case kind::call:
+        case kind::call_id: return consume_call(f, c);
         case kind::object: {
             const json_grammar::gnode& n = g_->nodes_[static_cast<size_t>(f.id)];
             const schema_node& s = *n.s;

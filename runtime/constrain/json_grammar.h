@@ -3,8 +3,17 @@
 // grounded arguments).
 //
 // Two regions:
-// - a Hermes tool call, right after "<tool_call>":
-//   `\n{"name": "<tool>", "arguments": <object valid for that tool>}\n</tool_call>`
+// - a tool call, right after the family's trigger, in the family's syntax;
+//   Hermes and Qwen3 after "<tool_call>":
+//   `\n{"name": "<tool>", "arguments": <object valid for that tool>}\n</tool_call>`;
+//   Llama 3 after `{"name"`: `: "<tool>", "parameters": <object>}`;
+//   Mistral Nemo after "[TOOL_CALLS]":
+//   `[{"name": "<tool>", "arguments": <object>, "id": "<9 alphanumerics>"}, ...]`;
+//   Mistral Small 3.2 `<tool>[CALL_ID]<9 alphanumerics>[ARGS]<object>`,
+//   Devstral and Ministral 3 `<tool>[ARGS]<object>` (one region per call,
+//   each after its own "[TOOL_CALLS]"); Granite after "<|tool_call|>":
+//   `[{"name": "<tool>", "arguments": <object>}, ...]`; Phi-4 the same list
+//   then "<|/tool_call|>" (json_grammar_calls.cpp: one row per family);
 // - a final answer: one JSON value valid for the answer schema.
 // The text is fixed to the training data's style: ", " and ": " separators,
 // no other whitespace. Objects with declared properties take only those keys
@@ -45,6 +54,7 @@
 
 #include "base/result.h"
 #include "runtime/constrain/json_schema.h"
+#include "runtime/formats/chat_format.h"
 
 namespace tachyon {
 
@@ -61,12 +71,18 @@ public:
     // Compiles the tools (for the tool-call region) and an optional answer
     // schema, with the grounded candidates of this point of the run.
     // Errors: an object with more than 64 declared properties, more than 64 tools.
+    // `syntax`: how the chat family writes a call (the region's literals and
+    // the trigger that opens it, chat_format.h).
     static result<std::shared_ptr<const json_grammar>> build(std::vector<grammar_tool> tools,
                                                              std::shared_ptr<const json_schema> answer,
-                                                             const grounded_values& grounding);
+                                                             const grounded_values& grounding,
+                                                             tool_call_syntax syntax = tool_call_syntax::hermes);
 
     bool has_tools() const { return !tools_.empty(); }
     bool has_answer() const { return answer_root_ >= 0; }
+    tool_call_syntax syntax() const { return syntax_; }
+    // The text after which a tool-call region starts ("<tool_call>", "[TOOL_CALLS]", ...).
+    std::string_view call_trigger() const { return trigger_; }
 
 private:
     friend class json_automaton;
@@ -93,6 +109,8 @@ private:
     int32_t add_list(std::vector<std::pair<std::string, uint8_t>> items);
     status add_anchors(int32_t base, size_t n_nodes, const grounded_values& grounding);
     int32_t add_literal(std::string text);
+    // The literals of the family's call region (json_grammar_calls.cpp).
+    void add_call_region(tool_call_syntax syntax);
 
     std::vector<gnode> nodes_;          // [n_nodes] every schema's nodes, then the "any" node
     std::vector<choice_list> lists_;
@@ -107,6 +125,19 @@ private:
     schema_node any_schema_;            // types any: values of untyped members and items
     std::vector<std::shared_ptr<const json_schema>> owned_;  // the schemas nodes_ points into
     int32_t lit_call_open_ = -1, lit_call_args_ = -1, lit_call_close_ = -1, lit_colon_ = -1;
+    // A list of calls (Mistral Nemo, Phi-4, Granite): after an item's
+    // closing, ", " and the next item's opening (lit_call_next_), or ']' and
+    // lit_call_end_.
+    bool call_list_ = false;
+    int32_t lit_call_next_ = -1, lit_call_end_ = -1;
+    // The call's id (Mistral): lit_call_id_ then 9 alphanumerics, before the
+    // arguments' literal (call_id_first_) or after the arguments; -1: none.
+    int32_t lit_call_id_ = -1;
+    bool call_id_first_ = false;
+    // Tool names written bare (`name[ARGS]`), not as JSON strings.
+    bool bare_names_ = false;
+    tool_call_syntax syntax_ = tool_call_syntax::hermes;
+    std::string trigger_;
     int32_t lit_true_ = -1, lit_false_ = -1, lit_null_ = -1;
 };
 
@@ -151,7 +182,11 @@ public:
     }
 
 private:
-    enum class kind : uint8_t { literal, choice, value, object, array, string, number, call };
+    enum class kind : uint8_t { literal, choice, value, object, array, string, number, call, call_id };
+    // The stage of a frame that is complete (popped at once).
+    static constexpr uint8_t k_done = 255;
+    // A Mistral call id: exactly this many ASCII letters and digits.
+    static constexpr uint32_t call_id_length = 9;
     enum class step { consumed, retry, reject };
     struct frame {
         kind k = kind::literal;
@@ -160,10 +195,11 @@ private:
         uint8_t aux2 = 0;    // string: continuation bytes still due / hex digits due
         int32_t id = 0;      // node (value, object, array, string, number), list (choice), literal
         uint32_t a = 0;      // choice: lo; string: length so far; array: items; number: digits;
-                             // object: 1 + the anchor property's chosen candidate (0: not yet)
+                             // object: 1 + the anchor property's chosen candidate (0: not yet);
+                             // call: the chosen tool
         uint32_t b = 0;      // choice: hi; object: property being written; value, array: 1 + the
                              // choice list narrowed by an anchor (0: the node's own)
-        uint32_t pos = 0;    // choice, literal: bytes matched
+        uint32_t pos = 0;    // choice, literal, call_id: bytes matched
         uint64_t bits = 0;   // object: properties seen; choice: excluded candidates; number: magnitude;
                              // array (uniqueItems), value: candidates the items took
     };
@@ -186,6 +222,11 @@ private:
     step consume_string(frame& f, uint8_t c);
     step consume_number(frame& f, uint8_t c);
     step consume_value(frame& f, uint8_t c);
+    // The call frame (json_grammar_calls.cpp): its next part once `child`
+    // is complete, and the bytes between the calls of a list.
+    void resume_call(frame& f, const frame& child);
+    step consume_call(frame& f, uint8_t c);
+    bool push_call_id();
     bool number_feasible(const schema_node& s, const frame& f, bool final_only) const;
     // An array frame may take another item: below maxItems and, under
     // uniqueItems, a candidate no earlier item took is left for it.

@@ -2,9 +2,36 @@
 
 #include <algorithm>
 
+#include "runtime/formats/chat_format.h"
+
 namespace tachyon {
 
+namespace {
+
+// The markers of the families' calls, seen by the constraint as text even
+// where the vocabulary has them as control tokens.
+bool is_call_marker(std::string_view text) {
+    if (text == "</tool_call>" || text == "<|/tool_call|>") return true;
+    for (const auto& f : chat_families())
+        if (!f.call_trigger.empty() && text == f.call_trigger) return true;
+    return false;
+}
+
+}  // namespace
+
+const std::vector<token_id>& token_index::tokens_containing(uint8_t last) const {
+    for (const auto& [b, tokens] : with_byte_)
+        if (b == last) return tokens;
+    return all_;
+}
+
 token_index::token_index(const tokenizer& tok) {
+    for (const auto& f : chat_families()) {
+        if (f.call_trigger.empty()) continue;
+        const auto b = static_cast<uint8_t>(f.call_trigger.back());
+        if (std::none_of(with_byte_.begin(), with_byte_.end(), [&](const auto& w) { return w.first == b; }))
+            with_byte_.emplace_back(b, std::vector<token_id>{});
+    }
     const size_t n = tok.n_tokens();
     pieces_.resize(n);
     std::vector<std::pair<std::string, token_id>> sorted;
@@ -18,7 +45,7 @@ token_index::token_index(const tokenizer& tok) {
             // Qwen2.5 and the shipped one have them as single control tokens,
             // and the constraint must see the trigger and emit the end marker.
             const std::string& text = tok.token_text(id);
-            if (text != "<tool_call>" && text != "</tool_call>") continue;
+            if (!is_call_marker(text)) continue;
             pieces_[i] = text;
         } else {
             pieces_[i] = tok.token_to_piece(id);
@@ -26,7 +53,9 @@ token_index::token_index(const tokenizer& tok) {
         const std::string& p = pieces_[i];
         if (p.empty()) continue;
         max_piece_ = std::max(max_piece_, p.size());
-        if (p.find('>') != std::string::npos) gt_.push_back(id);
+        all_.push_back(id);
+        for (auto& [b, tokens] : with_byte_)
+            if (p.find(static_cast<char>(b)) != std::string::npos) tokens.push_back(id);
         if (p.front() == '{') brace_.push_back(id);
         sorted.emplace_back(p, id);
     }

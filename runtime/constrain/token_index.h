@@ -41,8 +41,10 @@ public:
 
     // End-of-generation tokens (EOS, <|im_end|>, ...).
     const std::vector<token_id>& eog_tokens() const { return eog_; }
-    // Tokens whose piece contains '>' (only they can complete "<tool_call>").
-    const std::vector<token_id>& gt_tokens() const { return gt_; }
+    // Tokens whose piece contains `last`, the last byte of a chat family's
+    // call trigger (only they can complete the trigger): '>' for
+    // "<tool_call>", ']' for "[TOOL_CALLS]", ... Every token for other bytes.
+    const std::vector<token_id>& tokens_containing(uint8_t last) const;
     // Tokens whose piece starts with '{' (only they can open a JSON answer).
     const std::vector<token_id>& brace_tokens() const { return brace_; }
 
@@ -53,7 +55,8 @@ private:
     std::vector<std::string> pieces_;  // [n_vocab] bytes of each token; empty for control tokens
     std::vector<node> nodes_;
     std::vector<token_id> order_;      // [n_tokens with a piece] in trie (sorted piece) order
-    std::vector<token_id> eog_, gt_, brace_;
+    std::vector<token_id> eog_, brace_, all_;
+    std::vector<std::pair<uint8_t, std::vector<token_id>>> with_byte_;  // per trigger's last byte
     size_t max_piece_ = 0;
 };
 

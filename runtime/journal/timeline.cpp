@@ -146,6 +146,20 @@ std::string render_timeline_text(const run_log& log, size_t width) {
             r.lane = "feedback";
             r.what = fb->source + (fb->call_id.empty() ? "" : " " + fb->call_id);
             r.detail = "(to turn " + std::to_string(fb->step + 1) + ") " + fb->text;
+        } else if (const auto* rs = std::get_if<run_resume_event>(&e.body)) {
+            r.lane = "run";
+            r.what = "resume";
+            r.detail = "a new process continues the run (" + rs->resumed_at + ")" + (rs->note.empty() ? "" : ": " + rs->note);
+        } else if (const auto* p = std::get_if<call_pending_event>(&e.body)) {
+            r.lane = "tool " + p->call_id;
+            r.what = p->name;
+            r.detail = "WAITS for a person (" + p->reason + "): " + p->message;
+        } else if (const auto* d = std::get_if<decision_event>(&e.body)) {
+            r.lane = "tool " + d->call_id;
+            r.what = "decision";
+            r.detail = d->action + (d->reason.empty() ? "" : ": " + d->reason);
+        } else {
+            continue;  // nothing to draw
         }
         r.detail = one_line(r.detail, width);
         rows.push_back(std::move(r));

@@ -9,6 +9,9 @@
 #include "runtime/constrain/schema_pattern.h"
 #include "runtime/sdk/bridge.h"
 #include "runtime/agent/tool_catalog.h"
+#include "tools/mcp/http_transport.h"
+#include "runtime/formats/chat_format.h"
+#include "runtime/remote/remote_model.h"
 
 namespace tachyon::sdk {
 namespace {
@@ -89,12 +92,20 @@ internal_result<agent_definition> definition_from_spec(const agent_spec& spec, c
     a.description = spec.description;
     a.instructions = spec.instructions;
 
-    if (spec.model.empty()) return fail("model", "missing (required: the path of a GGUF model file)");
-    a.model = std::filesystem::path(spec.model).lexically_normal().string();
-    if (!std::filesystem::exists(a.model)) return fail("model", "model file " + a.model + " does not exist (expected a GGUF file)");
+    if (spec.model.empty()) return fail("model", "missing (required: the path of a GGUF model file, or a remote model object)");
+    if (remote::looks_like_remote_model(spec.model)) {
+        // A model served elsewhere, as an agent file names it (runtime/remote/remote_model.h).
+        auto m = remote::parse_remote_model(spec.model, where + ": model");
+        if (!m) return make_error(::tachyon::errc::invalid_argument, m.err().message);
+        a.remote = std::make_shared<const remote::remote_model>(std::move(m).value());
+        a.model = a.remote->describe();
+    } else {
+        a.model = std::filesystem::path(spec.model).lexically_normal().string();
+        if (!std::filesystem::exists(a.model)) return fail("model", "model file " + a.model + " does not exist (expected a GGUF file)");
+    }
 
-    if (!spec.chat_format.empty() && spec.chat_format != "chatml" && spec.chat_format != "llama3") {
-        return fail("chat_format", "expected \"chatml\" or \"llama3\", got \"" + spec.chat_format + "\"");
+    if (!spec.chat_format.empty() && !chat_format_from_name(spec.chat_format)) {
+        return fail("chat_format", "expected one of " + chat_format_names() + ", got \"" + spec.chat_format + "\"");
     }
     a.chat_format = spec.chat_format;
     a.sampling = to_internal(spec.sampling);
@@ -160,6 +171,39 @@ internal_result<agent_definition> definition_from_spec(const agent_spec& spec, c
         return out_of_range(where, "max_verify_retries", 0, 100, spec.max_verify_retries);
     }
     a.max_verify_retries = spec.max_verify_retries;
+
+    // MCP servers, with the agent file's rules (agent_def.cpp, mcp_servers).
+    std::set<std::string> server_names;
+    for (size_t i = 0; i < spec.mcp_servers.size(); ++i) {
+        const mcp_server& m = spec.mcp_servers[i];
+        const std::string key = "mcp_servers[" + std::to_string(i) + "]";
+        if (m.name.empty()) return fail(key + ".name", "must not be empty");
+        if (!server_names.insert(m.name).second) return fail(key + ".name", "server '" + m.name + "' is given twice");
+        if (m.command.empty() == m.url.empty()) return fail(key, "give exactly one of command (stdio) or url (Streamable HTTP)");
+        if (!m.command.empty() && m.command.front().empty()) return fail(key + ".command", "must name a program (expected [program, args...])");
+        if (!m.url.empty()) {
+            if (auto u = tools::mcp::parse_http_url(m.url); !u) return fail(key + ".url", u.err().message);
+            if (!m.env.empty() || !m.cwd.empty()) return fail(key, "env and cwd are for servers started with command, not for a url");
+        } else if (!m.headers.empty() || !m.bearer_env.empty()) {
+            return fail(key, "headers and bearer_env are for Streamable HTTP servers (url), not for a command");
+        }
+        if (!m.cwd.empty() && !std::filesystem::is_directory(m.cwd)) return fail(key + ".cwd", "'" + m.cwd + "' is not a directory");
+        if (m.timeout_ms && (*m.timeout_ms < 1 || *m.timeout_ms > 3600000))
+            return out_of_range<int64_t>(where, key + ".timeout_ms", 1, 3600000, *m.timeout_ms);
+        agent_mcp_server s;
+        s.name = m.name;
+        s.command = m.command;
+        s.env = m.env;
+        s.cwd = m.cwd;
+        s.url = m.url;
+        s.headers = m.headers;
+        s.bearer_env = m.bearer_env;
+        s.tools = m.tools;
+        s.read_only = m.read_only;
+        s.grounded = m.grounded;
+        s.timeout_ms = m.timeout_ms;
+        a.mcp_servers.push_back(std::move(s));
+    }
 
     if (!spec.output_schema.empty()) {
         auto schema = json_schema::parse(spec.output_schema, "final answer", "field");

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "base/log.h"
-#include "inference/tokenizer/chat_template.h"
+#include "runtime/formats/chat_format.h"
 #include "runtime/sdk/bridge.h"
 
 namespace tachyon::sdk {

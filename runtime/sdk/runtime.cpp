@@ -82,6 +82,10 @@ service_options to_service_options(const runtime_options& o) {
     so.engine.n_ctx = o.n_ctx;
     so.n_io_threads = std::max(1, o.n_io_threads);
     so.n_tool_threads = std::max(1, o.n_tool_threads);
+    // A runtime has no error path: bad tracing settings are logged and leave tracing off.
+    auto tracer = telemetry::tracer_from_env(o.otlp_endpoint);
+    if (tracer) so.tracer = *tracer;
+    else TACHYON_LOG(warn, "tracing is off: " << tracer.err().message);
     return so;
 }
 
@@ -144,6 +148,7 @@ run_handle runtime::start(const agent& a, const std::string& task, const run_opt
     req.switches.grounding = options.grounding;
     req.journal_dir = options.journal_dir;
     req.run_id = options.run_id;
+    req.traceparent = options.traceparent;
     // One tool per name: a per-run tool replaces the agent's tool of that name.
     for (const auto& t : options.tools)
         if (t) req.custom_tools.push_back(adapt_tool(t));

@@ -71,6 +71,11 @@ void metrics::chat_finished(bool had_first_token, int prompt_tokens, int complet
     while (!recent_.empty() && now - recent_.front().first > k_window) recent_.pop_front();
 }
 
+void metrics::set_tracer(std::shared_ptr<telemetry::tracer> t) {
+    std::lock_guard lock(mutex_);
+    tracer_ = std::move(t);
+}
+
 void metrics::observe_tool(std::string_view tool, double ms) {
     std::lock_guard lock(mutex_);
     auto it = tools_.find(tool);
@@ -160,6 +165,11 @@ std::string metrics::render(const std::vector<model_entry>& models, const run_st
     }
     header(out, "tachyon_runs", "gauge", "Agent runs by state.");
     for (const auto& [state, n] : runs) out += "tachyon_runs{state=\"" + label_value(state) + "\"} " + std::to_string(n) + "\n";
+    // Shown without tracing too (0), so that an alert on it needs no condition.
+    header(out, "tachyon_otel_spans_dropped_total", "counter", "Spans tracing could not export (queue full, collector down or refusing).");
+    out += "tachyon_otel_spans_dropped_total " + std::to_string(tracer_ ? tracer_->n_dropped() : 0) + "\n";
+    header(out, "tachyon_otel_spans_exported_total", "counter", "Spans the OTLP collector accepted.");
+    out += "tachyon_otel_spans_exported_total " + std::to_string(tracer_ ? tracer_->n_exported() : 0) + "\n";
     return out;
 }
 

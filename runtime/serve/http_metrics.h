@@ -2,8 +2,8 @@
 // requests by route and status, prompt and completion tokens, throughput
 // over the last 10 s, chat completions in flight and queued, the prefix-cache
 // hit rate of chat prompts, tool-call latency histograms, agent runs by
-// state, and per model the engine's own counters (KV blocks, engine queue,
-// prefix-cache lookups and hits). Thread-safe; one object per server,
+// state, per model the engine's own counters (KV blocks, engine queue,
+// prefix-cache lookups and hits), and the spans tracing dropped. Thread-safe; one object per server,
 // passed explicitly.
 #pragma once
 
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/chat/model_host.h"
+#include "runtime/telemetry/tracer.h"
 
 namespace tachyon::http {
 
@@ -31,6 +32,9 @@ public:
     void chat_first_token();
     void chat_finished(bool had_first_token, int prompt_tokens, int completion_tokens, int cached_tokens);
     void observe_tool(std::string_view tool, double ms);
+    // Tracing (runtime/telemetry/): its exporter's counters are shown as
+    // tachyon_otel_spans_dropped_total and tachyon_otel_spans_exported_total.
+    void set_tracer(std::shared_ptr<telemetry::tracer> t);
 
     struct model_entry {
         std::string id;
@@ -55,6 +59,7 @@ private:
     int64_t prompt_tokens_ = 0, completion_tokens_ = 0, cached_tokens_ = 0, chats_ = 0;
     mutable std::deque<std::pair<std::chrono::steady_clock::time_point, int>> recent_;  // completion tokens per finished request
     std::map<std::string, histogram, std::less<>> tools_;
+    std::shared_ptr<telemetry::tracer> tracer_;
 };
 
 }  // namespace tachyon::http

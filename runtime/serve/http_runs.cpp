@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <thread>
@@ -10,7 +11,9 @@
 
 #include "base/log.h"
 #include "runtime/common/json_util.h"
+#include "runtime/agent/run_report.h"
 #include "runtime/agent/tool_catalog.h"
+#include "runtime/db/db_journal.h"
 
 namespace tachyon::http {
 namespace {
@@ -76,13 +79,22 @@ bool run_record::finished() const {
     return done_;
 }
 
-void run_record::cancel() { cancel_->store(true); }
+void run_record::cancel() {
+    cancel_->store(true);
+    if (cancel_hook_) cancel_hook_();
+}
+
+int64_t run_record::created() const {
+    std::lock_guard lock(mutex_);
+    return created_;
+}
 
 std::string run_record::status_json() const {
     std::lock_guard lock(mutex_);
     std::string out = "{\"id\":" + json::quote(id_) + ",\"object\":\"run\",\"agent\":" + json::quote(agent_) +
                       ",\"state\":" + json::quote(state_) + ",\"created\":" + std::to_string(created_) +
-                      ",\"n_events\":" + std::to_string(events_.size()) + ",\"result\":" + result_json_ + "}";
+                      ",\"n_events\":" + std::to_string(events_.size()) + ",\"pending\":" + pending_json_ +
+                      ",\"result\":" + result_json_ + "}";
     return out;
 }
 
@@ -99,7 +111,16 @@ std::shared_ptr<run_record> run_record::from_journal(const journal::run_log& log
     const std::string error = end ? end->error : std::string("the run did not end: its process stopped before it finished");
     r->result_json_ = result_json(fin ? fin->answer_json : std::string(), fin && fin->verified, fin ? fin->steps : steps, error,
                                   log.path.string());
+    if (auto parsed = journal::parse_run_state(r->state_); parsed && journal::is_parked(*parsed)) r->pending_json_ = pending_json(log.pending());
     r->done_ = true;
+    return r;
+}
+
+std::shared_ptr<run_record> run_record::resumed(const journal::run_log& log, metrics* m) {
+    const journal::run_start_event* start = log.start();
+    auto r = std::make_shared<run_record>(log.run_id(), start ? start->agent : std::string(), m);
+    if (start) r->created_ = epoch_seconds(start->started_at);
+    for (const auto& e : log.events) r->events_.emplace_back(e.seq, event_line(e));
     return r;
 }
 
@@ -136,16 +157,160 @@ void run_record::finished(const run_outcome& o) {
         std::lock_guard lock(mutex_);
         state_ = o.state;
         result_json_ = std::move(result);
+        pending_json_ = pending_json(o.pending);
         done_ = true;
         wake.swap(waiters_);
     }
     for (auto& w : wake) w();
 }
 
+void run_record::update_from_db(const std::string& state, const std::string& result_json, const std::string& pending_json,
+                                const std::vector<std::pair<int64_t, std::string>>& lines, bool ended) {
+    std::vector<std::function<void()>> wake;
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& [seq, line] : lines)
+            if (events_.empty() || seq > events_.back().first) events_.emplace_back(seq, line);
+        state_ = state;
+        result_json_ = result_json;
+        pending_json_ = pending_json;
+        done_ = ended;
+        wake.swap(waiters_);
+    }
+    for (auto& w : wake) w();
+}
+
+int64_t run_record::next_seq() const {
+    std::lock_guard lock(mutex_);
+    return events_.empty() ? 0 : events_.back().first + 1;
+}
+
 run_registry::run_registry(agent_service& service, run_registry_options options, metrics* m)
     : service_(service), options_(std::move(options)), metrics_(m) {}
 
-result<std::shared_ptr<run_record>> run_registry::start(std::string_view body) {
+run_registry::~run_registry() {
+    db_.reset();  // its listener calls back into this registry: stopped first
+}
+
+status run_registry::open_database() {
+    if (options_.db_url.empty()) return {};
+    auto d = db::run_directory::open(options_.db_url, [this](const std::string& id) { refresh_from_db(id); });
+    if (!d) return d.err();
+    db_ = std::move(d).value();
+    return {};
+}
+
+namespace {
+// "queued" and "running" are the database's states of a run not yet ended.
+bool db_run_ended(const std::string& state) { return state != "queued" && state != "running"; }
+}  // namespace
+
+void run_registry::refresh_from_db(const std::string& id) const {
+    std::lock_guard lock(db_mutex_);
+    auto it = watched_.find(id);
+    if (it == watched_.end()) return;
+    auto record = it->second.lock();
+    if (!record) {
+        watched_.erase(it);
+        return;
+    }
+    auto snap = db_->snapshot(id, record->next_seq());
+    if (!snap || !*snap) {
+        if (!snap) TACHYON_LOG(warn, __func__ << ": " << snap.err().message);
+        return;
+    }
+    const db::run_row& row = (*snap)->row;
+    const bool ended = db_run_ended(row.state);
+    std::string pending = "[]";
+    if (ended) {
+        if (auto parsed = journal::parse_run_state(row.state); parsed && journal::is_parked(*parsed)) {
+            auto all = db_->snapshot(id, 0);
+            if (all && *all)
+                if (auto log = db::journal_of_lines(id, (*all)->events); log) pending = pending_json(log->pending());
+        }
+        watched_.erase(id);
+    }
+    record->update_from_db(row.state, row.result_json, pending, (*snap)->events, ended);
+}
+
+std::shared_ptr<run_record> run_registry::db_record(const std::string& id, const std::string& agent) const {
+    auto record = std::make_shared<run_record>(id, agent, nullptr);
+    // The worker running it hears of it (run_store.h, request_cancel).
+    record->set_cancel_hook([this, id] {
+        auto asked = db_->request_cancel(id);
+        if (!asked) {
+            TACHYON_LOG(warn, "cancelling run " << id << ": " << asked.err().message);
+            return;
+        }
+        if (*asked) refresh_from_db(id);
+    });
+    return record;
+}
+
+result<std::shared_ptr<run_record>> run_registry::resume_in_db(const std::string& id, std::vector<call_decision> decisions) {
+    auto snap = db_->snapshot(id, 0);
+    if (!snap) return make_error(errc::internal, snap.err().message);
+    if (!*snap) return make_error(errc::not_found, "run '" + id + "' not found");
+    const db::run_row& row = (*snap)->row;
+    if (!db_run_ended(row.state))
+        return make_error(errc::unsupported, "run '" + id + "' is " + row.state +
+                                                 "; it can be resumed once it stops (a run whose worker died is resumed by another worker without asking)");
+    auto parked = journal::parse_run_state(row.state);
+    if (!parked || !journal::is_parked(*parked))
+        return make_error(errc::invalid_argument, "run '" + id + "' ended (" + row.state +
+                                                      "); only a run in needs_attention or awaiting_approval can be resumed");
+    auto log = db::journal_of_lines(id, (*snap)->events);
+    if (!log) return make_error(errc::internal, log.err().message);
+    if (auto st = check_resumable(*log, id, decisions); !st) return st.err();
+    // Fenced by the epoch the journal was read at: a decision on what this
+    // request did not see is refused.
+    auto sent = db_->request_resume(id, row.lease_epoch, decisions);
+    if (!sent) return make_error(errc::internal, sent.err().message);
+    if (!*sent) return make_error(errc::unsupported, "run '" + id + "' changed while this request decided (another request resumed it); read it again");
+    {
+        std::lock_guard lock(db_mutex_);
+        watched_.erase(id);
+    }
+    auto record = find_in_db(id);
+    if (!record) return make_error(errc::internal, "run '" + id + "': not readable from the database after it was queued");
+    return record;
+}
+
+std::shared_ptr<run_record> run_registry::find_in_db(const std::string& id) const {
+    {
+        std::lock_guard lock(db_mutex_);
+        auto it = watched_.find(id);
+        if (it != watched_.end())
+            if (auto r = it->second.lock()) return r;
+    }
+    auto snap = db_->snapshot(id, 0);
+    if (!snap) {
+        TACHYON_LOG(warn, __func__ << ": " << snap.err().message);
+        return nullptr;
+    }
+    if (!*snap) return nullptr;
+    auto record = db_record(id, (*snap)->row.agent);
+    {
+        // Watched before it is read again: an event that lands in between
+        // comes with the next notification.
+        std::lock_guard lock(db_mutex_);
+        if (!db_run_ended((*snap)->row.state)) watched_[id] = record;
+    }
+    {
+        std::lock_guard lock(db_mutex_);
+        const db::run_row& row = (*snap)->row;
+        const bool ended = db_run_ended(row.state);
+        std::string pending = "[]";
+        if (ended)
+            if (auto parsed = journal::parse_run_state(row.state); parsed && journal::is_parked(*parsed))
+                if (auto log = db::journal_of_lines(id, (*snap)->events); log) pending = pending_json(log->pending());
+        record->update_from_db(row.state, row.result_json, pending, (*snap)->events, ended);
+    }
+    refresh_from_db(id);  // what came between the two reads
+    return record;
+}
+
+result<std::shared_ptr<run_record>> run_registry::start(std::string_view body, std::string traceparent) {
     using simdjson::dom::element;
     using simdjson::dom::element_type;
     simdjson::dom::parser parser;
@@ -188,6 +353,20 @@ result<std::shared_ptr<run_record>> run_registry::start(std::string_view body) {
     for (const auto& path : options_.model_paths)
         if (canonical(path) == model) agent->model = path;
 
+    if (db_) {
+        // Queued for the workers; any server answers for it from the database.
+        for (int attempt = 0;; ++attempt) {
+            const std::string id = journal::make_run_id();
+            auto st = db_->enqueue(id, name, req.task, req.inputs);
+            if (!st && st.err().code == errc::invalid_argument && attempt < 16) continue;  // the id is taken: draw again
+            if (!st) return make_error(errc::internal, st.err().message);
+            auto record = db_record(id, name);
+            record->update_from_db("queued", "null", "[]", {}, false);
+            std::lock_guard lock(db_mutex_);
+            watched_[id] = record;
+            return record;
+        }
+    }
     if (active_.fetch_add(1) >= options_.max_active) {
         active_.fetch_sub(1);
         return make_error(errc::resource_exhausted, "too many agent runs in progress (at most " + std::to_string(options_.max_active) + ")");
@@ -201,11 +380,94 @@ result<std::shared_ptr<run_record>> run_registry::start(std::string_view body) {
     req.agent = std::make_shared<agent_definition>(std::move(agent).value());
     req.journal_dir = options_.journal_dir;
     req.run_id = id;
+    req.traceparent = std::move(traceparent);
     auto record = std::make_shared<run_record>(id, name, metrics_);
     {
         std::lock_guard lock(mutex_);
         runs_.emplace(id, record);
     }
+    launch(std::move(req), record);
+    return record;
+}
+
+bool run_registry::running(std::string_view id) const {
+    std::lock_guard lock(mutex_);
+    auto it = runs_.find(id);
+    return it != runs_.end() && !it->second->finished();
+}
+
+result<call_decision> run_registry::parse_decision(std::string_view body, std::string_view verb) {
+    using simdjson::dom::element;
+    using simdjson::dom::element_type;
+    const bool decide = verb == "decide";
+    const std::string keys = decide ? "call_id, action" : "call_id, reason";
+    simdjson::dom::parser parser;
+    element doc;
+    if (auto err = parser.parse(simdjson::padded_string(body)).get(doc))
+        return make_error(errc::invalid_argument, std::string("body: not valid JSON: ") + simdjson::error_message(err));
+    if (doc.type() != element_type::OBJECT) return make_error(errc::invalid_argument, "body: expected a JSON object with " + keys);
+    call_decision d;
+    for (auto field : doc.get_object()) {
+        const std::string key(field.key);
+        if (key != "call_id" && key != (decide ? "action" : "reason"))
+            return make_error(errc::invalid_argument, key + ": unrecognized argument (expected one of: " + keys + ")");
+        if (field.value.type() != element_type::STRING) return make_error(errc::invalid_argument, key + ": expected a string");
+        const std::string value(field.value.get_string().value());
+        if (key == "call_id") d.call_id = value;
+        else if (key == "action") d.action = value;
+        else d.reason = value;
+    }
+    if (d.call_id.empty()) return make_error(errc::invalid_argument, "call_id: missing (required)");
+    if (decide) {
+        if (d.action != "retry" && d.action != "skip")
+            return make_error(errc::invalid_argument, "action: expected \"retry\" or \"skip\", got \"" + d.action + "\"");
+    } else {
+        d.action = std::string(verb);  // approve or reject
+    }
+    return d;
+}
+
+result<std::shared_ptr<run_record>> run_registry::resume(std::string_view id, std::vector<call_decision> decisions) {
+    if (!valid_run_id(id) || (options_.journal_dir.empty() && !db_)) return make_error(errc::not_found, "run '" + std::string(id) + "' not found");
+    if (db_) return resume_in_db(std::string(id), std::move(decisions));
+    if (running(id)) return make_error(errc::unsupported, "run '" + std::string(id) + "' is running; it can be resumed once it stops");
+    auto log = read_resumable(options_.journal_dir, std::string(id), decisions);
+    if (!log) return log.err();
+    auto record = run_record::resumed(*log, metrics_);
+    auto req = resume_request(std::move(log).value(), std::move(decisions));
+    if (!req) return make_error(errc::invalid_argument, req.err().message);
+    // A remote run's inputs, checked again as when it started (the data roots may have changed).
+    const input_confinement confinement{options_.data_roots};
+    auto inputs = check_run_inputs(*req->agent, req->inputs, &confinement);
+    if (!inputs) return make_error(errc::invalid_argument, inputs.err().message);
+    req->inputs = std::move(inputs).value();
+    // Share the engine of a model the server already serves.
+    const std::string model = canonical(req->agent->model);
+    for (const auto& path : options_.model_paths) {
+        if (canonical(path) != model) continue;
+        auto agent = std::make_shared<agent_definition>(*req->agent);
+        agent->model = path;
+        req->agent = std::move(agent);
+    }
+    if (active_.fetch_add(1) >= options_.max_active) {
+        active_.fetch_sub(1);
+        return make_error(errc::resource_exhausted, "too many agent runs in progress (at most " + std::to_string(options_.max_active) + ")");
+    }
+    {
+        std::lock_guard lock(mutex_);
+        auto it = runs_.find(id);
+        if (it != runs_.end() && !it->second->finished()) {
+            active_.fetch_sub(1);
+            return make_error(errc::unsupported, "run '" + std::string(id) + "' is running; it can be resumed once it stops");
+        }
+        std::erase(finished_, std::string(id));
+        runs_[std::string(id)] = record;
+    }
+    launch(std::move(req).value(), record);
+    return record;
+}
+
+void run_registry::launch(run_request req, const std::shared_ptr<run_record>& record) {
     service_.start(std::move(req), record.get(), record->cancel_flag(), [this, record](run_outcome out) {
         record->finished(out);
         {
@@ -219,7 +481,6 @@ result<std::shared_ptr<run_record>> run_registry::start(std::string_view body) {
         }
         active_.fetch_sub(1);
     });
-    return record;
 }
 
 std::shared_ptr<run_record> run_registry::find(std::string_view id) const {
@@ -228,6 +489,7 @@ std::shared_ptr<run_record> run_registry::find(std::string_view id) const {
         auto it = runs_.find(id);
         if (it != runs_.end()) return it->second;
     }
+    if (db_) return valid_run_id(id) ? find_in_db(std::string(id)) : nullptr;
     // Not in memory (an earlier server's run, or one dropped after
     // max_finished): its journal answers, read afresh on each request.
     if (!valid_run_id(id) || options_.journal_dir.empty()) return nullptr;
@@ -240,6 +502,97 @@ std::shared_ptr<run_record> run_registry::find(std::string_view id) const {
         return nullptr;
     }
     return run_record::from_journal(*log);
+}
+
+namespace {
+
+// A run of a list page as GET /v1/runs/{id} shows it (run_record::status_json).
+std::string db_row_status_json(const db::run_row& row, const std::string& pending) {
+    return "{\"id\":" + json::quote(row.id) + ",\"object\":\"run\",\"agent\":" + json::quote(row.agent) +
+           ",\"state\":" + json::quote(row.state) + ",\"created\":" + std::to_string(row.created) +
+           ",\"n_events\":" + std::to_string(row.n_events) + ",\"pending\":" + pending + ",\"result\":" + row.result_json + "}";
+}
+
+bool listable_state(std::string_view s) { return s == "queued" || s == "running" || s == "interrupted" || journal::parse_run_state(s).ok(); }
+
+}  // namespace
+
+result<std::string> run_registry::list_json(std::string_view query) const {
+    db::run_page_query q;
+    for (size_t at = 0; at < query.size();) {
+        const size_t amp = std::min(query.find('&', at), query.size());
+        const std::string_view pair = query.substr(at, amp - at);
+        at = amp + 1;
+        if (pair.empty()) continue;
+        const size_t eq = pair.find('=');
+        const std::string key(pair.substr(0, eq));
+        const std::string value(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
+        if (key == "limit") {
+            char* end = nullptr;
+            const long n = std::strtol(value.c_str(), &end, 10);
+            if (value.empty() || *end != '\0' || n < 1 || n > 1000)
+                return make_error(errc::invalid_argument, "limit: expected an integer from 1 to 1000, got '" + value + "'");
+            q.limit = static_cast<int>(n);
+        } else if (key == "after") {
+            if (!valid_run_id(value)) return make_error(errc::invalid_argument, "after: expected a run id (the last_id of the previous page), got '" + value + "'");
+            q.after = value;
+        } else if (key == "state") {
+            if (!listable_state(value))
+                return make_error(errc::invalid_argument, "state: expected queued, running, interrupted, succeeded, failed, cancelled, budget_exhausted, "
+                                                          "needs_attention or awaiting_approval, got '" + value + "'");
+            q.state = value;
+        } else {
+            return make_error(errc::invalid_argument, key + ": unrecognized parameter (expected one of: limit, after, state)");
+        }
+    }
+    std::vector<std::string> items;
+    std::vector<std::string> ids;
+    bool more = false;
+    if (db_) {
+        auto page = db_->list(q);
+        if (!page) return make_error(errc::internal, page.err().message);
+        for (const auto& row : page->first) {
+            std::string pending = "[]";
+            // Only a parked run waits on calls: its journal names them.
+            if (auto parsed = journal::parse_run_state(row.state); parsed && journal::is_parked(*parsed))
+                if (auto snap = db_->snapshot(row.id, 0); snap && *snap)
+                    if (auto log = db::journal_of_lines(row.id, (*snap)->events); log) pending = pending_json(log->pending());
+            items.push_back(db_row_status_json(row, pending));
+            ids.push_back(row.id);
+        }
+        more = page->second;
+    } else {
+        auto all = list();
+        std::vector<std::pair<int64_t, std::shared_ptr<run_record>>> sorted;
+        for (auto& r : all) sorted.emplace_back(r->created(), std::move(r));
+        std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+            return a.first != b.first ? a.first > b.first : a.second->id() > b.second->id();
+        });
+        bool past_cursor = q.after.empty();
+        int64_t cursor_created = 0;
+        for (const auto& entry : sorted)
+            if (entry.second->id() == q.after) cursor_created = entry.first;
+        for (const auto& entry : sorted) {
+            const auto& r = entry.second;
+            if (!past_cursor) {
+                // Past the cursor: older, or as old with a smaller id (the order above).
+                past_cursor = entry.first < cursor_created || (entry.first == cursor_created && r->id() < q.after);
+                if (!past_cursor) continue;
+            }
+            if (!q.state.empty() && r->state() != q.state) continue;
+            if (static_cast<int>(items.size()) == q.limit) {
+                more = true;
+                break;
+            }
+            items.push_back(r->status_json());
+            ids.push_back(r->id());
+        }
+    }
+    std::string out = "{\"object\":\"list\",\"data\":[";
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
+    out += "],\"first_id\":" + (ids.empty() ? std::string("null") : json::quote(ids.front()));
+    out += ",\"last_id\":" + (ids.empty() ? std::string("null") : json::quote(ids.back()));
+    return out + ",\"has_more\":" + (more ? "true" : "false") + "}";
 }
 
 std::vector<std::shared_ptr<run_record>> run_registry::list() const {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/agent/agent_service.h"
+#include "runtime/db/run_directory.h"
 #include "runtime/serve/http_metrics.h"
 #include "runtime/journal/journal.h"
 
@@ -31,13 +32,23 @@ public:
     // A run read back from its journal: finished, in its last state
     // ("interrupted" when the journal has no run_end).
     static std::shared_ptr<run_record> from_journal(const journal::run_log& log);
+    // A run resumed from `log`: its recorded events first (the same seq, so
+    // an SSE client resumes with Last-Event-ID), then the new ones; running.
+    static std::shared_ptr<run_record> resumed(const journal::run_log& log, metrics* m);
 
     const std::string& id() const { return id_; }
-    // {"id", "object": "run", "agent", "state", "created", "result": {...} | null}
+    // {"id", "object": "run", "agent", "state", "created", "n_events",
+    //  "pending": [{"call_id", "name", "arguments", "reason", "message"}],
+    //  "result": {...} | null}
     std::string status_json() const;
     std::string state() const;
     bool finished() const;
+    int64_t created() const;
+    // Sets the cancel flag the agent loop watches; a run in the database
+    // (serve --db) asks its worker through the hook instead.
     void cancel();
+    // Called by cancel(); set before the record is shared.
+    void set_cancel_hook(std::function<void()> hook) { cancel_hook_ = std::move(hook); }
 
     // Events with seq >= from (each one journal JSON line, without '\n').
     // When there are none and the run is still going, `wake` is kept and
@@ -52,6 +63,14 @@ public:
 
     std::shared_ptr<std::atomic<bool>> cancel_flag() const { return cancel_; }
 
+    // A run as the database holds it (serve --db): its state and result,
+    // and journal lines of which the record keeps those it lacks; `ended`:
+    // the run is over (readers are told so). Wakes waiting readers.
+    void update_from_db(const std::string& state, const std::string& result_json, const std::string& pending_json,
+                        const std::vector<std::pair<int64_t, std::string>>& lines, bool ended);
+    // The seq of the next event it expects.
+    int64_t next_seq() const;
+
 private:
 
     std::string id_;
@@ -59,9 +78,11 @@ private:
     int64_t created_ = 0;
     metrics* metrics_;
     std::shared_ptr<std::atomic<bool>> cancel_ = std::make_shared<std::atomic<bool>>(false);
+    std::function<void()> cancel_hook_;
     mutable std::mutex mutex_;
     std::string state_ = "running";
     std::string result_json_ = "null";
+    std::string pending_json_ = "[]";  // the calls a parked run waits on
     std::vector<std::pair<int64_t, std::string>> events_;  // (seq, journal line), seq increasing
     std::vector<std::function<void()>> waiters_;
     bool done_ = false;
@@ -78,22 +99,52 @@ struct run_registry_options {
     // Directories path inputs of runs must resolve inside (check_run_inputs);
     // none: runs with path inputs are refused.
     std::vector<std::string> data_roots;
+    // Set (serve --db): runs are queued in this PostgreSQL database for
+    // `tachyon worker`s, and every run is answered from there.
+    std::string db_url;
 };
 
 class run_registry {
 public:
     run_registry(agent_service& service, run_registry_options options, metrics* m);
+    ~run_registry();
+    // With options.db_url: connects, migrates the schema and listens for
+    // the runs' events. Call once before serving.
+    status open_database();
 
     // Parses {"agent", "task", "inputs"} and starts the run. Errors: 400 for a
     // bad body or inputs the agent does not declare or that point outside the
     // data roots (errc::invalid_argument), 404 for an unknown agent
-    // (errc::not_found), 429 when max_active runs are going.
-    result<std::shared_ptr<run_record>> start(std::string_view body);
+    // (errc::not_found), 429 when max_active runs are going. `traceparent`:
+    // the request's W3C trace context, which the run's spans continue.
+    // With a database the run is queued there (state "queued") for a worker,
+    // and max_active does not apply.
+    result<std::shared_ptr<run_record>> start(std::string_view body, std::string traceparent = {});
+    // Continues run `id` from its journal (POST /v1/runs/{id}/resume; with a
+    // decision from parse_decision: /decide, /approve, /reject). Errors: 404
+    // for an unknown run (errc::not_found), 409 when it is running here
+    // (errc::unsupported: see running()), 400 when it ended for good or the
+    // decision names no call it waits on (errc::invalid_argument), 429 when
+    // max_active runs are going. With a database: a parked run goes back to
+    // the queue with the decisions, which the worker that claims it
+    // journals as it resumes it (state "queued" until then); 409 when it is
+    // queued or running, or another request resumed it first.
+    result<std::shared_ptr<run_record>> resume(std::string_view id, std::vector<call_decision> decisions);
+    // The decision in a request body: {"call_id", "action": "retry"|"skip"}
+    // for `verb` "decide", {"call_id", "reason"?} for "approve" and "reject".
+    static result<call_decision> parse_decision(std::string_view body, std::string_view verb);
+    // True while run `id` is going in this server.
+    bool running(std::string_view id) const;
     // A run in memory, else one whose journal is in journal_dir (`id` must
     // be a run id: letters, digits, '-', '_', nothing that names a path);
     // null when neither.
     std::shared_ptr<run_record> find(std::string_view id) const;
     std::vector<std::shared_ptr<run_record>> list() const;
+    // GET /v1/runs?limit=&after=&state=: {"object": "list", "data": [run...],
+    // "first_id", "last_id", "has_more"}, newest first; `after` is the
+    // last_id of the previous page. With a database, its runs (any node's);
+    // else the runs in memory. Errors (400) name the parameter.
+    result<std::string> list_json(std::string_view query) const;
     run_state_counts counts() const;
     int n_active() const { return active_.load(); }
 
@@ -102,6 +153,18 @@ public:
     bool wait_idle(std::chrono::milliseconds timeout) const;
 
 private:
+    // Starts `req` for `record` on the service; the record is in runs_.
+    void launch(run_request req, const std::shared_ptr<run_record>& record);
+    // serve --db: a run read from the database, kept current by its
+    // notifications while someone holds it; null when there is none.
+    std::shared_ptr<run_record> find_in_db(const std::string& id) const;
+    void refresh_from_db(const std::string& id) const;
+    std::shared_ptr<run_record> db_record(const std::string& id, const std::string& agent) const;
+    result<std::shared_ptr<run_record>> resume_in_db(const std::string& id, std::vector<call_decision> decisions);
+    std::unique_ptr<db::run_directory> db_;
+    mutable std::mutex db_mutex_;  // guards watched_ and the order of updates
+    mutable std::map<std::string, std::weak_ptr<run_record>> watched_;
+
     agent_service& service_;
     run_registry_options options_;
     metrics* metrics_;

@@ -24,6 +24,9 @@
 #include "base/log.h"
 #include "runtime/common/async_flag.h"
 #include "runtime/common/json_util.h"
+#include "runtime/remote/remote_chat.h"
+#include "runtime/serve/http_mcp.h"
+#include "runtime/telemetry/run_trace.h"
 
 namespace tachyon::http {
 namespace asio = boost::asio;
@@ -168,6 +171,9 @@ std::string server::impl::models_json() const {
         if (i) out += ",";
         out += "{\"id\":" + json::quote(models[i].id) + ",\"object\":\"model\",\"created\":0,\"owned_by\":\"tachyon\"}";
     }
+    if (options.remote)
+        out += std::string(models.empty() ? "" : ",") + "{\"id\":" + json::quote(options.remote_id) +
+               ",\"object\":\"model\",\"created\":0,\"owned_by\":" + json::quote(options.remote->url) + "}";
     out += "]}";
     return out;
 }
@@ -320,6 +326,7 @@ awaitable<bool> server::impl::handle(beast::tcp_stream& stream, request_t& req, 
         if (!ok)
             co_return co_await write(stream, error_response(req, api_error_of(401, "authentication_error", "missing or invalid API key (expected 'Authorization: Bearer <key>')", {}, "invalid_api_key")), "unauthorized");
     }
+    if (parts.size() == 1 && parts[0] == "mcp" && options.mcp) co_return co_await options.mcp->serve(stream, req, stopping.load());
     if (parts.size() == 1 && parts[0] == "metrics") {
         if (method != bhttp::verb::get) co_return co_await not_allowed("/metrics");
         // Computed before co_await: g++ 12 miscompiles conditional temporaries inside an await expression.
@@ -344,18 +351,15 @@ awaitable<bool> server::impl::handle(beast::tcp_stream& stream, request_t& req, 
     if (parts.size() >= 2 && parts[0] == "v1" && parts[1] == "runs" && runs) {
         if (parts.size() == 2) {
             if (method == bhttp::verb::get) {
-                std::string out = "{\"object\":\"list\",\"data\":[";
-                bool first = true;
-                for (const auto& r : runs->list()) {
-                    out += (first ? "" : ",") + r->status_json();
-                    first = false;
-                }
-                co_return co_await write(stream, json_response(req, bhttp::status::ok, out + "]}"), "/v1/runs");
+                auto page = runs->list_json(target.substr(std::min(target.size(), path.size() + 1)));
+                if (!page) co_return co_await write(stream, error_response(req, openai::to_api_error(page.err())), "/v1/runs");
+                std::string out = std::move(page).value();
+                co_return co_await write(stream, json_response(req, bhttp::status::ok, std::move(out)), "/v1/runs");
             }
             if (method != bhttp::verb::post) co_return co_await not_allowed("/v1/runs");
             if (stopping.load())
                 co_return co_await write(stream, error_response(req, api_error_of(503, "server_error", "the server is shutting down")), "/v1/runs");
-            auto run = runs->start(req.body());
+            auto run = runs->start(req.body(), std::string(req["traceparent"]));
             if (!run) co_return co_await write(stream, error_response(req, openai::to_api_error(run.err())), "/v1/runs");
             co_return co_await write(stream, json_response(req, bhttp::status::created, (*run)->status_json()), "/v1/runs");
         }
@@ -376,6 +380,25 @@ awaitable<bool> server::impl::handle(beast::tcp_stream& stream, request_t& req, 
             run->cancel();
             co_return co_await write(stream, json_response(req, bhttp::status::accepted, run->status_json()), route);
         }
+        // Durable runs: continue from the journal, with a person's decision on a parked call.
+        if (parts.size() == 4 && (parts[3] == "resume" || parts[3] == "decide" || parts[3] == "approve" || parts[3] == "reject")) {
+            if (method != bhttp::verb::post) co_return co_await not_allowed(route);
+            if (stopping.load())
+                co_return co_await write(stream, error_response(req, api_error_of(503, "server_error", "the server is shutting down")), route);
+            std::vector<call_decision> decisions;
+            if (parts[3] != "resume") {
+                auto d = run_registry::parse_decision(req.body(), parts[3]);
+                if (!d) co_return co_await write(stream, error_response(req, openai::to_api_error(d.err())), route);
+                decisions.push_back(std::move(d).value());
+            }
+            auto resumed = runs->resume(parts[2], std::move(decisions));
+            if (!resumed) {
+                if (resumed.err().code == errc::unsupported)  // running: not now
+                    co_return co_await write(stream, error_response(req, api_error_of(409, "conflict_error", resumed.err().message, "id")), route);
+                co_return co_await write(stream, error_response(req, openai::to_api_error(resumed.err())), route);
+            }
+            co_return co_await write(stream, json_response(req, bhttp::status::accepted, (*resumed)->status_json()), route);
+        }
     }
     co_return co_await write(stream, error_response(req, api_error_of(404, "not_found_error", "no route for " + std::string(req.method_string()) + " " + std::string(path))), "other");
 }
@@ -387,9 +410,11 @@ awaitable<bool> server::impl::chat(beast::tcp_stream& stream, request_t& req, se
     const metrics::model_entry* model = nullptr;
     for (const auto& m : models)
         if (m.id == parsed->model) model = &m;
-    if (!model) {
+    const bool proxied = !model && options.remote && parsed->model == options.remote_id;
+    if (!model && !proxied) {
         std::string known;
         for (const auto& m : models) known += (known.empty() ? "" : ", ") + m.id;
+        if (options.remote) known += (known.empty() ? "" : ", ") + options.remote_id;
         co_return co_await write(stream, error_response(req, api_error_of(404, "invalid_request_error", "model '" + parsed->model + "' not found (served: " + known + ")", "model", "model_not_found")), route);
     }
     if (stopping.load())
@@ -403,13 +428,47 @@ awaitable<bool> server::impl::chat(beast::tcp_stream& stream, request_t& req, se
         ~chat_slot() { s.n_chats.fetch_sub(1); }
     } slot_guard{*this};
 
+    // Tracing: the completion as one chat span, a child of the request's traceparent.
+    std::shared_ptr<telemetry::tracer> tracer = options.tracer;
+    std::shared_ptr<telemetry::chat_span_info> span_info;
+    telemetry::span_start span_where;
+    if (tracer) {
+        span_where = tracer->start_root(std::string(req["traceparent"]));
+        span_info = std::make_shared<telemetry::chat_span_info>();
+        span_info->model = parsed->model;
+        span_info->remote = proxied;
+        span_info->provider = proxied ? options.remote->provider : "tachyon";  // a passed-on completion: the backend's
+        span_info->temperature = parsed->temperature;
+        span_info->top_p = parsed->top_p;
+        if (parsed->max_tokens) span_info->max_tokens = *parsed->max_tokens;
+        span_info->seed = parsed->seed;
+        span_info->start = std::chrono::steady_clock::now();
+    }
+
     auto ex = co_await asio::this_coro::executor;
     const bool streamed = parsed->stream;
     const bool include_usage = parsed->include_usage;
-    auto gen = openai::chat_generation::create(model->host, std::move(parsed).value(), model->id, ex, options.generation);
-    if (!gen) co_return co_await write(stream, error_response(req, openai::to_api_error(gen.err())), route);
-    std::erase_if(ctl.generations, [](const auto& w) { return w.expired(); });
-    ctl.generations.push_back(*gen);
+    // The local engine's generation, or one passed on to the remote server: the same deltas either way.
+    std::shared_ptr<openai::chat_generation> local;
+    std::shared_ptr<remote::remote_chat> passed_on;
+    if (proxied) {
+        std::string session;
+        if (auto it = req.find("X-Session-Id"); it != req.end()) session = std::string(it->value());
+        // The backend continues this completion's span, or the caller's trace without tracing here.
+        std::string traceparent = tracer ? telemetry::format_traceparent(span_where.context) : std::string(req["traceparent"]);
+        passed_on = remote::remote_chat::create(*options.remote, std::move(parsed).value(), options.remote_id, ex, options.generation, session,
+                                                std::move(traceparent));
+    } else {
+        auto gen = openai::chat_generation::create(model->host, std::move(parsed).value(), model->id, ex, options.generation);
+        if (!gen) co_return co_await write(stream, error_response(req, openai::to_api_error(gen.err())), route);
+        local = *gen;
+        std::erase_if(ctl.generations, [](const auto& w) { return w.expired(); });
+        ctl.generations.push_back(local);
+    }
+    const auto cancel_generation = [&] {
+        if (local) local->cancel();
+        else passed_on->cancel();
+    };
 
     // Shared with the callbacks, which may outlive this coroutine (client gone).
     struct shared_state {
@@ -422,20 +481,35 @@ awaitable<bool> server::impl::chat(beast::tcp_stream& stream, request_t& req, se
     };
     auto st = std::make_shared<shared_state>(ex);
     stats.chat_started();
-    const openai::completion head = (*gen)->head();
+    const openai::completion head = local ? local->head() : passed_on->head();
     metrics* m = &stats;
-    auto on_delta = [st, m, head, streamed](const openai::delta& d) {
+    auto on_delta = [st, m, head, streamed, span_info](const openai::delta& d) {
         if (!d.role && !st->first_token) {
             st->first_token = true;
             m->chat_first_token();
+            if (span_info) span_info->first_token = std::chrono::steady_clock::now();
         }
         if (!streamed) return;
         st->chunks.push_back(sse_data(openai::chunk_json(head, d)));
         st->signal.cancel();
     };
-    auto on_done = [st, m, head, streamed, include_usage](result<openai::completion> c) {
+    const bool local_error = local != nullptr;  // a remote server's failure is a bad gateway
+    auto on_done = [st, m, head, streamed, include_usage, local_error, tracer, span_info, span_where](result<openai::completion> c) {
         const int prompt = c ? c->tokens.prompt_tokens : 0;
         m->chat_finished(st->first_token, prompt, c ? c->tokens.completion_tokens : 0, c ? c->tokens.cached_tokens : 0);
+        if (span_info) {
+            span_info->end = std::chrono::steady_clock::now();
+            if (c) {
+                span_info->response_id = c->id;
+                span_info->input_tokens = c->tokens.prompt_tokens;
+                span_info->output_tokens = c->tokens.completion_tokens;
+                span_info->cached_tokens = c->tokens.cached_tokens;
+                span_info->finish_reason = c->finish_reason;
+            } else {
+                span_info->error = c.err().message;
+            }
+            tracer->end(telemetry::chat_completion_span(*tracer, span_where, *span_info));
+        }
         if (streamed) {
             if (c) {
                 openai::delta last;
@@ -443,7 +517,7 @@ awaitable<bool> server::impl::chat(beast::tcp_stream& stream, request_t& req, se
                 st->chunks.push_back(sse_data(openai::chunk_json(head, last)));
                 if (include_usage) st->chunks.push_back(sse_data(openai::usage_chunk_json(head, c->tokens)));
             } else {
-                st->chunks.push_back(sse_data(openai::error_json(api_error_of(500, "server_error", c.err().message))));
+                st->chunks.push_back(sse_data(openai::error_json(api_error_of(local_error ? 500 : 502, "server_error", c.err().message))));
             }
             st->chunks.push_back("data: [DONE]\n\n");
         }
@@ -451,7 +525,8 @@ awaitable<bool> server::impl::chat(beast::tcp_stream& stream, request_t& req, se
         st->done.set();
         st->signal.cancel();
     };
-    (*gen)->start(on_delta, on_done);
+    if (local) local->start(on_delta, on_done);
+    else passed_on->start(on_delta, on_done);
 
     if (!streamed) {
         // Nothing is written until the completion is done, so a client that
@@ -459,20 +534,23 @@ awaitable<bool> server::impl::chat(beast::tcp_stream& stream, request_t& req, se
         // to read is the peer's close (a pipelined next request is data, left
         // in place for the next read; a client that shuts down its sending
         // side after the request counts as gone).
-        std::weak_ptr<openai::chat_generation> weak_gen = *gen;
+        std::weak_ptr<openai::chat_generation> weak_gen = local;
+        std::weak_ptr<remote::remote_chat> weak_passed = passed_on;
         auto& socket = stream.socket();
-        socket.async_wait(tcp::socket::wait_read, [weak_gen, &socket](boost::system::error_code ec) {
+        socket.async_wait(tcp::socket::wait_read, [weak_gen, weak_passed, &socket](boost::system::error_code ec) {
             if (ec) return;  // cancelled: the completion finished first
             char byte = 0;
             boost::system::error_code peek_ec;
             const size_t n = socket.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, peek_ec);
-            if (peek_ec || n == 0)
-                if (auto g = weak_gen.lock()) g->cancel();  // the client is gone: stop decoding for it
+            if (peek_ec || n == 0) {  // the client is gone: stop decoding for it
+                if (auto g = weak_gen.lock()) g->cancel();
+                if (auto p = weak_passed.lock()) p->cancel();
+            }
         });
         co_await st->done.wait();
         boost::system::error_code ignored;
         socket.cancel(ignored);
-        if (!*st->out) co_return co_await write(stream, error_response(req, api_error_of(500, "server_error", st->out->err().message)), route);
+        if (!*st->out) co_return co_await write(stream, error_response(req, api_error_of(local ? 500 : 502, "server_error", st->out->err().message)), route);
         co_return co_await write(stream, json_response(req, bhttp::status::ok, openai::completion_json(**st->out)), route);
     }
 
@@ -489,7 +567,7 @@ awaitable<bool> server::impl::chat(beast::tcp_stream& stream, request_t& req, se
     auto [ec, n] = co_await bhttp::async_write_header(stream, sr, use_tuple);
     for (;;) {
         if (ec) {
-            (*gen)->cancel();  // the client is gone: stop decoding for it
+            cancel_generation();  // the client is gone: stop decoding for it
             co_return false;
         }
         if (!st->chunks.empty()) {
@@ -623,6 +701,7 @@ void server::shutdown() {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     // Stage 2: cancel what is left; runs end (journals closed) before the threads stop.
     if (s.runs) s.runs->cancel_all();
+    if (s.options.mcp) s.options.mcp->shutdown();  // MCP calls cancelled, their streams ended
     s.for_each_session([](session_ctl& c) {
         for (auto& g : c.generations)
             if (auto gen = g.lock()) gen->cancel();

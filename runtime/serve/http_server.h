@@ -8,7 +8,8 @@
 // Routes: POST /v1/chat/completions (OpenAI-compatible, SSE when streamed),
 // GET /v1/models, POST /v1/runs, GET /v1/runs/{id}, GET /v1/runs/{id}/events
 // (SSE, Last-Event-ID resume), POST /v1/runs/{id}/cancel, GET /healthz,
-// GET /metrics. Errors are {"error": {message, type, param, code}}.
+// GET /metrics, and /mcp when an MCP endpoint is given (http_mcp.h). Errors
+// are {"error": {message, type, param, code}}.
 #pragma once
 
 #include <chrono>
@@ -19,10 +20,14 @@
 
 #include "base/result.h"
 #include "runtime/chat/chat_generation.h"
+#include "runtime/remote/remote_model.h"
 #include "runtime/serve/http_metrics.h"
 #include "runtime/serve/http_runs.h"
+#include "runtime/telemetry/tracer.h"
 
 namespace tachyon::http {
+
+class mcp_endpoint;
 
 struct server_options {
     std::string host = "127.0.0.1";
@@ -38,6 +43,15 @@ struct server_options {
     int max_chat_requests = 128;          // chat completions in flight; more: 429
     std::chrono::milliseconds shutdown_deadline{10000};
     openai::generation_limits generation;
+    // Set: chat completions that ask for `remote_id` are passed on to this
+    // server (`tachyon serve --remote`), streamed back as it answers.
+    std::shared_ptr<const remote::remote_model> remote;
+    std::string remote_id;
+    // Set: /mcp serves tachyon's MCP server (Streamable HTTP); outlives the server.
+    mcp_endpoint* mcp = nullptr;
+    // Set: each chat completion is a `chat {model}` span, continuing the
+    // request's traceparent (runs get theirs from the agent service).
+    std::shared_ptr<telemetry::tracer> tracer;
 };
 
 // True for 127.0.0.0/8, ::1 and "localhost".

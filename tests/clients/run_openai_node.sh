@@ -6,20 +6,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 bin=$1
 model=$2
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-    echo "SKIP: node and npm are not installed (./tachyon.sh test installs them)"
-    exit 77
-fi
-if [ ! -f "$here/node_modules/openai/package.json" ]; then
-    if ! (cd "$here" && timeout 300 npm ci --no-audit --no-fund >&2); then
-        if ! timeout 30 npm ping >/dev/null 2>&1; then
-            echo "SKIP: npm cannot reach its registry to install the openai package"
-            exit 77
-        fi
-        echo "FAIL: npm ci failed in $here" >&2
-        exit 1
-    fi
-fi
+source "$here/npm_packages.sh"
+npm_packages "$here" "the openai package" openai/package.json
 source "$here/serve.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/tachyon-node-XXXXXX")
 key="node-test-key-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "inference/tokenizer/chat_template.h"
+#include "runtime/formats/chat_format.h"
 #include "inference/arch/model.h"
 #include "inference/tokenizer/tokenizer.h"
 #include "inference/tokenizer/vocab.h"

@@ -27,13 +27,28 @@
 
 namespace tachyon::tools {
 
+// A tool that does not say is taken to have side effects: it is never run
+// speculatively, and a call of it that may have run when its process died is
+// not run again without a person's decision.
 struct tool_flags {
-    bool read_only = true;   // no side effects: may be run speculatively
+    bool read_only = false;  // no side effects: may be run speculatively, and again after a crash
     bool idempotent = true;  // the same arguments give the same result
+    // > 0: the tool bounds its own calls to this (an MCP request, whose
+    // progress notifications extend it up to a cap); a run waits that long
+    // for it unless the agent file gives the tool a timeout of its own.
+    int64_t max_duration_ms = 0;
 };
 
 struct call_context {
     const std::atomic<bool>* cancel = nullptr;  // set when the call is cancelled or timed out
+    // The same for every attempt of one call of one run (a resumed run's
+    // retry too): "<run id>:<step>:<index>". A tool with side effects passes
+    // it on (an Idempotency-Key header) so that a remote service does the
+    // work once. Empty when the caller has none.
+    std::string_view idempotency_key;
+    // The W3C traceparent of the call's span when the run is traced: a tool
+    // that calls a service over HTTP (MCP) sends it on. Empty: none.
+    std::string_view traceparent;
     bool cancelled() const { return cancel != nullptr && cancel->load(std::memory_order_relaxed); }
 };
 

@@ -20,14 +20,14 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
-constexpr std::string_view schema = R"js({"type":"object","properties":{)js"
+constexpr std::string_view http_get_schema = R"js({"type":"object","properties":{)js"
                                      R"js("url":{"type":"string","description":"http:// URL on an allowed host"}},)js"
                                      R"js("required":["url"],"additionalProperties":false})js";
 
 // How often a call in flight checks its cancel flag.
 constexpr auto poll_interval = std::chrono::milliseconds(20);
 
-error fail(errc code, std::string message) { return make_error(code, "http_get: " + std::move(message)); }
+error http_get_error(errc code, std::string message) { return make_error(code, "http_get: " + std::move(message)); }
 
 struct parsed_url {
     std::string host;  // without brackets for IPv6
@@ -43,11 +43,11 @@ std::string lower(std::string_view s) {
 
 result<parsed_url> parse_url(std::string_view url) {
     const size_t colon = url.find("://");
-    if (colon == std::string_view::npos) return fail(errc::invalid_argument, std::string("'").append(url) + "' is not an http:// URL");
+    if (colon == std::string_view::npos) return http_get_error(errc::invalid_argument, std::string("'").append(url) + "' is not an http:// URL");
     const std::string scheme = lower(url.substr(0, colon));
     if (scheme == "https")
-        return fail(errc::unsupported, std::string("'").append(url) + "': https is not supported (no TLS); use http:// on an allowed host");
-    if (scheme != "http") return fail(errc::unsupported, std::string("'").append(url) + "': only http:// URLs are supported");
+        return http_get_error(errc::unsupported, std::string("'").append(url) + "': https is not supported (no TLS); use http:// on an allowed host");
+    if (scheme != "http") return http_get_error(errc::unsupported, std::string("'").append(url) + "': only http:// URLs are supported");
     std::string_view rest = url.substr(colon + 3);
     const size_t slash = rest.find_first_of("/?#");
     std::string_view authority = rest.substr(0, slash);
@@ -58,26 +58,26 @@ result<parsed_url> parse_url(std::string_view url) {
         out.target = target.empty() || target[0] != '/' ? "/" + std::string(target) : std::string(target);
     }
     if (authority.find('@') != std::string_view::npos)
-        return fail(errc::invalid_argument, std::string("'").append(url) + "': credentials in URLs are not supported");
+        return http_get_error(errc::invalid_argument, std::string("'").append(url) + "': credentials in URLs are not supported");
     if (!authority.empty() && authority[0] == '[') {
         const size_t close = authority.find(']');
-        if (close == std::string_view::npos) return fail(errc::invalid_argument, std::string("'").append(url) + "': bad IPv6 host");
+        if (close == std::string_view::npos) return http_get_error(errc::invalid_argument, std::string("'").append(url) + "': bad IPv6 host");
         out.host = std::string(authority.substr(1, close - 1));
         authority = authority.substr(close + 1);
         if (!authority.empty() && authority[0] == ':') out.port = std::string(authority.substr(1));
-        else if (!authority.empty()) return fail(errc::invalid_argument, std::string("'").append(url) + "': bad host");
+        else if (!authority.empty()) return http_get_error(errc::invalid_argument, std::string("'").append(url) + "': bad host");
     } else {
         const size_t port_colon = authority.rfind(':');
         out.host = std::string(authority.substr(0, port_colon));
         if (port_colon != std::string_view::npos) out.port = std::string(authority.substr(port_colon + 1));
     }
-    if (out.host.empty()) return fail(errc::invalid_argument, std::string("'").append(url) + "' has no host");
+    if (out.host.empty()) return http_get_error(errc::invalid_argument, std::string("'").append(url) + "' has no host");
     if (out.port.empty() || out.port.size() > 5 || !std::all_of(out.port.begin(), out.port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
         std::stoi(out.port) == 0 || std::stoi(out.port) > 65535)
-        return fail(errc::invalid_argument, std::string("'").append(url) + "': port must be a number from 1 to 65535");
+        return http_get_error(errc::invalid_argument, std::string("'").append(url) + "': port must be a number from 1 to 65535");
     for (char c : out.target)
         if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7F)
-            return fail(errc::invalid_argument, std::string("'").append(url) + "': spaces and control characters must be percent-encoded");
+            return http_get_error(errc::invalid_argument, std::string("'").append(url) + "': spaces and control characters must be percent-encoded");
     out.host = lower(out.host);
     return out;
 }
@@ -143,7 +143,7 @@ const char* restricted_kind(const asio::ip::address& a) {
 
 result<allowed_host> parse_allowed_host(std::string_view entry) {
     const auto bad = [entry](const std::string& why) {
-        return fail(errc::invalid_argument, "allowed_hosts entry '" + std::string(entry) + "': " + why +
+        return http_get_error(errc::invalid_argument, "allowed_hosts entry '" + std::string(entry) + "': " + why +
                                                 " (expected HOST, HOST:PORT or [IPV6]:PORT)");
     };
     allowed_host out;
@@ -178,7 +178,7 @@ result<allowed_host> parse_allowed_host(std::string_view entry) {
         const char* kind = out.address ? restricted_kind(*out.address) : nullptr;
         if (out.host == "localhost" || (out.host.size() > 10 && out.host.ends_with(".localhost"))) kind = "loopback";
         if (kind != nullptr)
-            return fail(errc::invalid_argument, "allowed_hosts entry '" + std::string(entry) + "' is not a public address (" + kind +
+            return http_get_error(errc::invalid_argument, "allowed_hosts entry '" + std::string(entry) + "' is not a public address (" + kind +
                                                     "), so it needs its port: write '" +
                                                     (out.host.find(':') != std::string::npos ? "[" + out.host + "]" : out.host) +
                                                     ":PORT'");
@@ -217,22 +217,23 @@ public:
 
     std::string_view name() const override { return "http_get"; }
     std::string_view description() const override { return description_; }
-    std::string_view parameters_schema() const override { return schema; }
+    tool_flags flags() const override { return {.read_only = true, .idempotent = true}; }  // GET: safe by HTTP's rules
+    std::string_view parameters_schema() const override { return http_get_schema; }
 
     result<std::string> invoke(std::string_view arguments_json, const call_context& ctx) override {
         simdjson::dom::parser json;
         simdjson::dom::object args;
         if (json.parse(arguments_json.data(), arguments_json.size()).get_object().get(args) != simdjson::SUCCESS)
-            return fail(errc::invalid_argument, "arguments must be a JSON object");
+            return http_get_error(errc::invalid_argument, "arguments must be a JSON object");
         std::string_view url;
         if (args["url"].get_string().get(url) != simdjson::SUCCESS)
-            return fail(errc::invalid_argument, "'url' must be a string");
+            return http_get_error(errc::invalid_argument, "'url' must be a string");
         auto parsed = parse_url(url);
         if (!parsed.ok()) return parsed.err();
         try {
             return fetch(std::string(url), *parsed, ctx);
         } catch (const std::exception& e) {  // Beast/Asio throw only on resource failures; keep them in this call
-            return fail(errc::internal, std::string("'").append(url) + "': " + e.what());
+            return http_get_error(errc::internal, std::string("'").append(url) + "': " + e.what());
         }
     }
 
@@ -262,7 +263,7 @@ private:
         // Refuse before resolving: a DNS query for a foreign name would
         // already leave the machine.
         if (allowed == permit::none)
-            return fail(errc::invalid_argument, "'" + url + "': host '" + u.host + "' port " + u.port +
+            return http_get_error(errc::invalid_argument, "'" + url + "': host '" + u.host + "' port " + u.port +
                                                     " is not in the allowed hosts" + allowed_list() + "; to allow it, add '" +
                                                     host_port(u.host, u.port) + "' to the http_get setting allowed_hosts");
 
@@ -273,6 +274,9 @@ private:
         x.request.set(http::field::host, u.host.find(':') != std::string::npos ? "[" + u.host + "]:" + u.port : u.host + ":" + u.port);
         x.request.set(http::field::user_agent, "tachyon");
         x.request.set(http::field::connection, "close");
+        // The call's key, the same on a retry after a crash: a service that
+        // honours it answers a repeated request without doing the work twice.
+        if (!ctx.idempotency_key.empty()) x.request.set("Idempotency-Key", ctx.idempotency_key);
         x.parser.body_limit(settings_.max_body_bytes);
         x.parser.header_limit(64 * 1024);
 
@@ -287,24 +291,24 @@ private:
             x.stream.close();
         };
         const auto on_read = [&, url](beast::error_code e, size_t) {
-            if (e == beast::error::timeout) return finish(fail(errc::timeout, "'" + url + "': no complete response within " +
+            if (e == beast::error::timeout) return finish(http_get_error(errc::timeout, "'" + url + "': no complete response within " +
                                                                                  std::to_string(settings_.read_timeout_ms) + " ms"));
             if (e == http::error::body_limit)
-                return finish(fail(errc::resource_exhausted, "'" + url + "': body larger than " +
+                return finish(http_get_error(errc::resource_exhausted, "'" + url + "': body larger than " +
                                                                  std::to_string(settings_.max_body_bytes) + " bytes"));
-            if (e) return finish(fail(errc::io_error, "'" + url + "': reading the response: " + e.message()));
+            if (e) return finish(http_get_error(errc::io_error, "'" + url + "': reading the response: " + e.message()));
             finish(std::nullopt);
         };
         const auto on_write = [&, url](beast::error_code e, size_t) {
-            if (e == beast::error::timeout) return finish(fail(errc::timeout, "'" + url + "': request not sent within " +
+            if (e == beast::error::timeout) return finish(http_get_error(errc::timeout, "'" + url + "': request not sent within " +
                                                                                  std::to_string(settings_.read_timeout_ms) + " ms"));
-            if (e) return finish(fail(errc::io_error, "'" + url + "': sending the request: " + e.message()));
+            if (e) return finish(http_get_error(errc::io_error, "'" + url + "': sending the request: " + e.message()));
             http::async_read(x.stream, x.buffer, x.parser, on_read);
         };
         const auto on_connect = [&, url](beast::error_code e, const tcp::endpoint&) {
-            if (e == beast::error::timeout) return finish(fail(errc::timeout, "'" + url + "': no connection within " +
+            if (e == beast::error::timeout) return finish(http_get_error(errc::timeout, "'" + url + "': no connection within " +
                                                                                  std::to_string(settings_.connect_timeout_ms) + " ms"));
-            if (e) return finish(fail(errc::io_error, "'" + url + "': cannot connect: " + e.message()));
+            if (e) return finish(http_get_error(errc::io_error, "'" + url + "': cannot connect: " + e.message()));
             x.stream.expires_after(read_timeout);
             http::async_write(x.stream, x.request, on_write);
         };
@@ -322,7 +326,7 @@ private:
                 refused += (refused.empty() ? "" : ", ") + endpoint.address().to_string() + " (" + kind + ")";
             }
             if (usable.empty())
-                return finish(fail(errc::invalid_argument,
+                return finish(http_get_error(errc::invalid_argument,
                                    "'" + url + "': host '" + u.host + "' " + (is_literal ? "is " : "resolves to ") + refused +
                                        ", which is refused unless allowlisted with its port; to allow it, add '" +
                                        host_port(u.host, u.port) + "' to the http_get setting allowed_hosts"));
@@ -333,7 +337,7 @@ private:
             connect_to({tcp::endpoint(literal, port)});
         } else {
             x.resolver.async_resolve(u.host, u.port, [&, url](beast::error_code e, tcp::resolver::results_type r) {
-                if (e) return finish(fail(errc::not_found, "'" + url + "': cannot resolve '" + u.host + "': " + e.message()));
+                if (e) return finish(http_get_error(errc::not_found, "'" + url + "': cannot resolve '" + u.host + "': " + e.message()));
                 std::vector<tcp::endpoint> endpoints;
                 for (const auto& entry : r) endpoints.push_back(entry.endpoint());
                 connect_to(endpoints);
@@ -348,15 +352,15 @@ private:
             if (x.done) continue;
             if (ctx.cancelled()) {
                 x.resolver.cancel();
-                finish(fail(errc::cancelled, "'" + url + "': cancelled"));
+                finish(http_get_error(errc::cancelled, "'" + url + "': cancelled"));
             } else if (!is_literal && !x.stream.socket().is_open() && std::chrono::steady_clock::now() > resolve_deadline) {
                 x.resolver.cancel();
-                finish(fail(errc::timeout, "'" + url + "': name not resolved within " +
+                finish(http_get_error(errc::timeout, "'" + url + "': name not resolved within " +
                                                std::to_string(settings_.connect_timeout_ms) + " ms"));
             }
         }
         if (x.failure) return *x.failure;
-        if (!x.done) return fail(errc::internal, "'" + url + "': request ended without a result");
+        if (!x.done) return http_get_error(errc::internal, "'" + url + "': request ended without a result");
         return describe(x.parser.get());
     }
 
@@ -391,7 +395,7 @@ private:
 
 }  // namespace
 
-std::string_view http_get_parameters_schema() { return schema; }
+std::string_view http_get_parameters_schema() { return http_get_schema; }
 
 result<std::shared_ptr<tool>> make_http_get_tool(const http_get_settings& settings) {
     if (settings.connect_timeout_ms < 1 || settings.read_timeout_ms < 1 || settings.max_body_bytes == 0)

@@ -9,7 +9,8 @@
 // port: a model must not read this machine's own services or the local
 // network unless the agent file says which one. Connect and read have
 // timeouts, the body a cap; redirects are reported, not followed (a call to
-// the new location is checked like any other).
+// the new location is checked like any other). The call's idempotency key
+// (tools::call_context) goes out as an Idempotency-Key header.
 //
 // Beast stays inside http_get.cpp: it costs ~10 s of compile time wherever
 // it is included.

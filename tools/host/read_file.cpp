@@ -22,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view schema = R"js({"type":"object","properties":{)js"
+constexpr std::string_view read_file_schema = R"js({"type":"object","properties":{)js"
                                      R"js("path":{"type":"string","description":"file path, relative to the first allowed root or absolute inside a root"},)js"
                                      R"js("offset":{"type":"integer","minimum":0,"description":"first byte to read (default 0)"},)js"
                                      R"js("max_bytes":{"type":"integer","minimum":1,"description":"bytes to read at most"}},)js"
@@ -36,7 +36,7 @@ constexpr int open_flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 // the same chains.
 constexpr int max_symlinks = 40;
 
-error fail(errc code, std::string message) { return make_error(code, "read_file: " + std::move(message)); }
+error read_file_error(errc code, std::string message) { return make_error(code, "read_file: " + std::move(message)); }
 
 // realpath(3): the canonical absolute path, every symlink resolved.
 result<fs::path> real_path(const fs::path& p) {
@@ -165,36 +165,37 @@ public:
     read_file_tool& operator=(const read_file_tool&) = delete;
 
     std::string_view name() const override { return "read_file"; }
+    tool_flags flags() const override { return {.read_only = true, .idempotent = true}; }
     std::string_view description() const override {
         return "Read a text file (or part of it, from a byte offset) under the allowed directories.";
     }
-    std::string_view parameters_schema() const override { return schema; }
+    std::string_view parameters_schema() const override { return read_file_schema; }
 
     result<std::string> invoke(std::string_view arguments_json, const call_context& ctx) override {
-        if (ctx.cancelled()) return fail(errc::cancelled, "cancelled");
+        if (ctx.cancelled()) return read_file_error(errc::cancelled, "cancelled");
         simdjson::dom::parser parser;
         simdjson::dom::object args;
         if (parser.parse(arguments_json.data(), arguments_json.size()).get_object().get(args) != simdjson::SUCCESS)
-            return fail(errc::invalid_argument, "arguments must be a JSON object");
+            return read_file_error(errc::invalid_argument, "arguments must be a JSON object");
         std::string_view path_arg;
         if (args["path"].get_string().get(path_arg) != simdjson::SUCCESS)
-            return fail(errc::invalid_argument, "'path' must be a string");
+            return read_file_error(errc::invalid_argument, "'path' must be a string");
         int64_t offset = 0;
         if (auto v = args["offset"]; v.error() != simdjson::NO_SUCH_FIELD) {
             if (v.get_int64().get(offset) != simdjson::SUCCESS || offset < 0)
-                return fail(errc::invalid_argument, "'offset' must be an integer >= 0");
+                return read_file_error(errc::invalid_argument, "'offset' must be an integer >= 0");
         }
         int64_t max_bytes = static_cast<int64_t>(max_bytes_);
         if (auto v = args["max_bytes"]; v.error() != simdjson::NO_SUCH_FIELD) {
             if (v.get_int64().get(max_bytes) != simdjson::SUCCESS || max_bytes < 1)
-                return fail(errc::invalid_argument, "'max_bytes' must be an integer >= 1");
+                return read_file_error(errc::invalid_argument, "'max_bytes' must be an integer >= 1");
             max_bytes = std::min<int64_t>(max_bytes, static_cast<int64_t>(max_bytes_));
         }
         if (path_arg.empty() || path_arg.find('\0') != std::string_view::npos)
-            return fail(errc::invalid_argument, "'path' must be a non-empty file path");
+            return read_file_error(errc::invalid_argument, "'path' must be a non-empty file path");
 
         const std::string quoted = std::string("'").append(path_arg) + "'";
-        const error outside = fail(errc::invalid_argument, quoted + " is outside the allowed directories (" + roots_text_ + ")");
+        const error outside = read_file_error(errc::invalid_argument, quoted + " is outside the allowed directories (" + roots_text_ + ")");
         const fs::path requested(path_arg);
         int root_fd = root_fds_[0];
         fs::path rest = requested;
@@ -214,20 +215,20 @@ public:
 
         const int fd = open_beneath(root_fd, rest.empty() ? "." : rest.string(), mode_);
         if (fd == -EXDEV) return outside;
-        if (fd == -ENOENT) return fail(errc::not_found, quoted + ": no such file");
+        if (fd == -ENOENT) return read_file_error(errc::not_found, quoted + ": no such file");
         if (fd == -ELOOP)
-            return fail(errc::invalid_argument, quoted + ": too many symbolic links, or a /proc link (not followed)");
-        if (fd == -ENOTDIR) return fail(errc::not_found, quoted + ": a part of the path is not a directory");
-        if (fd < 0) return fail(errc::io_error, quoted + ": " + std::strerror(-fd));
+            return read_file_error(errc::invalid_argument, quoted + ": too many symbolic links, or a /proc link (not followed)");
+        if (fd == -ENOTDIR) return read_file_error(errc::not_found, quoted + ": a part of the path is not a directory");
+        if (fd < 0) return read_file_error(errc::io_error, quoted + ": " + std::strerror(-fd));
         struct stat st {};
         if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
             ::close(fd);
-            return fail(errc::invalid_argument, quoted + " is not a regular file");
+            return read_file_error(errc::invalid_argument, quoted + " is not a regular file");
         }
         const auto size = static_cast<int64_t>(st.st_size);
         if (offset > size) {
             ::close(fd);
-            return fail(errc::out_of_range, "offset " + std::to_string(offset) + " is past the end of " + quoted + " (" +
+            return read_file_error(errc::out_of_range, "offset " + std::to_string(offset) + " is past the end of " + quoted + " (" +
                                                 std::to_string(size) + " bytes)");
         }
         const auto n_want = static_cast<size_t>(std::min<int64_t>(max_bytes, size - offset));
@@ -236,13 +237,13 @@ public:
         while (n_read < n_want) {
             if (ctx.cancelled()) {
                 ::close(fd);
-                return fail(errc::cancelled, "cancelled");
+                return read_file_error(errc::cancelled, "cancelled");
             }
             const ssize_t n = ::pread(fd, out.data() + n_read, n_want - n_read, offset + static_cast<off_t>(n_read));
             if (n < 0 && errno == EINTR) continue;
             if (n < 0) {
                 ::close(fd);
-                return fail(errc::io_error, quoted + ": " + std::strerror(errno));
+                return read_file_error(errc::io_error, quoted + ": " + std::strerror(errno));
             }
             if (n == 0) break;  // the file shrank meanwhile
             n_read += static_cast<size_t>(n);
@@ -268,7 +269,7 @@ private:
 
 }  // namespace
 
-std::string_view read_file_parameters_schema() { return schema; }
+std::string_view read_file_parameters_schema() { return read_file_schema; }
 
 int open_beneath(int root_fd, std::string_view relative, resolve_mode mode) {
     if (relative.find('\0') != std::string_view::npos) return -EINVAL;

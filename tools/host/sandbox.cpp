@@ -78,7 +78,7 @@ size_t ruleset_attr_size(int abi) {
     return sizeof(ruleset_attr);
 }
 
-error fail(errc code, std::string message) { return make_error(code, "sandbox: " + std::move(message)); }
+error sandbox_error(errc code, std::string message) { return make_error(code, "sandbox: " + std::move(message)); }
 
 // ---- seccomp ----------------------------------------------------------------
 
@@ -252,17 +252,17 @@ result<fs::path> make_scratch_dir() {
     if (ec) base = "/tmp";
     std::string templ = (base / "tachyon-shell-XXXXXX").string();
     if (::mkdtemp(templ.data()) == nullptr)
-        return fail(errc::io_error, "cannot create a scratch directory in '" + base.string() + "': " + std::strerror(errno));
+        return sandbox_error(errc::io_error, "cannot create a scratch directory in '" + base.string() + "': " + std::strerror(errno));
     return fs::path(templ);
 }
 
 result<sandbox> sandbox::prepare(const sandbox_policy& policy, int abi) {
     const int kernel_abi = landlock_abi();
-    if (kernel_abi < 1) return fail(errc::unsupported, "this kernel has no Landlock (needs Linux 5.13 or later, enabled)");
+    if (kernel_abi < 1) return sandbox_error(errc::unsupported, "this kernel has no Landlock (needs Linux 5.13 or later, enabled)");
     if (abi < 1 || abi > kernel_abi)
-        return fail(errc::invalid_argument, "Landlock ABI " + std::to_string(abi) + " asked for; the kernel has 1 to " +
+        return sandbox_error(errc::invalid_argument, "Landlock ABI " + std::to_string(abi) + " asked for; the kernel has 1 to " +
                                                 std::to_string(kernel_abi));
-    if (native_arch == 0) return fail(errc::unsupported, "no seccomp filter for this CPU architecture");
+    if (native_arch == 0) return sandbox_error(errc::unsupported, "no seccomp filter for this CPU architecture");
 
     sandbox s;
     s.abi_ = abi;
@@ -271,7 +271,7 @@ result<sandbox> sandbox::prepare(const sandbox_policy& policy, int abi) {
     if (abi >= 4) attr.handled_access_net = net_bind_tcp | net_connect_tcp;  // no rule grants them: all denied
     if (abi >= 6) attr.scoped = scope_abstract_unix_socket | scope_signal;
     const long fd = ::syscall(__NR_landlock_create_ruleset, &attr, ruleset_attr_size(abi), 0u);
-    if (fd < 0) return fail(errc::io_error, std::string("landlock_create_ruleset: ") + std::strerror(errno));
+    if (fd < 0) return sandbox_error(errc::io_error, std::string("landlock_create_ruleset: ") + std::strerror(errno));
     s.ruleset_fd_ = static_cast<int>(fd);  // close-on-exec, as every ruleset fd is
 
     // One rule: `access` beneath `p` (for a file, its file rights only).
@@ -280,7 +280,7 @@ result<sandbox> sandbox::prepare(const sandbox_policy& policy, int abi) {
         const int pfd = ::open(p.c_str(), O_PATH | O_CLOEXEC);
         if (pfd < 0) {
             if (!required && errno == ENOENT) return {};
-            return fail(errc::not_found, "cannot open '" + p.string() + "': " + std::strerror(errno));
+            return sandbox_error(errc::not_found, "cannot open '" + p.string() + "': " + std::strerror(errno));
         }
         struct stat st {};
         const bool is_dir = ::fstat(pfd, &st) == 0 && S_ISDIR(st.st_mode);
@@ -290,7 +290,7 @@ result<sandbox> sandbox::prepare(const sandbox_policy& policy, int abi) {
         const long r = ::syscall(__NR_landlock_add_rule, s.ruleset_fd_, LANDLOCK_RULE_PATH_BENEATH, &rule, 0u);
         const int err = errno;
         ::close(pfd);
-        if (r != 0) return fail(errc::io_error, "landlock_add_rule '" + p.string() + "': " + std::strerror(err));
+        if (r != 0) return sandbox_error(errc::io_error, "landlock_add_rule '" + p.string() + "': " + std::strerror(err));
         return {};
     };
     for (const auto& p : policy.read_dirs) TACHYON_TRY(add(p, fs_read, false));

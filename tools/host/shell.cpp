@@ -30,7 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 using clock_type = std::chrono::steady_clock;
 
-constexpr std::string_view schema =
+constexpr std::string_view shell_schema =
     R"js({"type":"object","properties":{)js"
     R"js("program":{"type":"string","description":"name of an allowed program"},)js"
     R"js("args":{"type":"array","items":{"type":"string"},"description":"arguments, passed as they are (no shell)"},)js"
@@ -42,7 +42,7 @@ constexpr std::string_view schema =
 constexpr int poll_interval_ms = 20;
 constexpr size_t max_args = 256;
 
-error fail(errc code, std::string message) { return make_error(code, "shell: " + std::move(message)); }
+error shell_error(errc code, std::string message) { return make_error(code, "shell: " + std::move(message)); }
 
 bool is_executable_file(const fs::path& p) {
     struct stat st {};
@@ -91,35 +91,35 @@ public:
     std::string_view description() const override {
         return "Run an allowed program with arguments (no shell). Returns its exit status and output.";
     }
-    std::string_view parameters_schema() const override { return schema; }
+    std::string_view parameters_schema() const override { return shell_schema; }
     tool_flags flags() const override { return {false, false}; }
 
     result<std::string> invoke(std::string_view arguments_json, const call_context& ctx) override {
         simdjson::dom::parser parser;
         simdjson::dom::object args;
         if (parser.parse(arguments_json.data(), arguments_json.size()).get_object().get(args) != simdjson::SUCCESS)
-            return fail(errc::invalid_argument, "arguments must be a JSON object");
+            return shell_error(errc::invalid_argument, "arguments must be a JSON object");
         std::string_view program;
         if (args["program"].get_string().get(program) != simdjson::SUCCESS)
-            return fail(errc::invalid_argument, "'program' must be a string");
+            return shell_error(errc::invalid_argument, "'program' must be a string");
         const fs::path* exe = find_program(program);
         if (exe == nullptr)
-            return fail(errc::invalid_argument,
+            return shell_error(errc::invalid_argument,
                         "program '" + std::string(program) + "' is not allowed; allowed: " + allowed_text_);
 
         std::vector<std::string> argv{exe->filename().string()};
         if (auto v = args["args"]; v.error() != simdjson::NO_SUCH_FIELD) {
             simdjson::dom::array arr;
             if (v.get_array().get(arr) != simdjson::SUCCESS)
-                return fail(errc::invalid_argument, "'args' must be an array of strings");
+                return shell_error(errc::invalid_argument, "'args' must be an array of strings");
             for (auto item : arr) {
                 std::string_view s;
                 if (item.get_string().get(s) != simdjson::SUCCESS)
-                    return fail(errc::invalid_argument, "'args' must be an array of strings");
+                    return shell_error(errc::invalid_argument, "'args' must be an array of strings");
                 if (s.find('\0') != std::string_view::npos)
-                    return fail(errc::invalid_argument, "an argument contains a NUL byte");
+                    return shell_error(errc::invalid_argument, "an argument contains a NUL byte");
                 if (argv.size() > max_args)
-                    return fail(errc::out_of_range, "more than " + std::to_string(max_args) + " arguments");
+                    return shell_error(errc::out_of_range, "more than " + std::to_string(max_args) + " arguments");
                 argv.emplace_back(s);
             }
         }
@@ -127,18 +127,18 @@ public:
         if (auto v = args["cwd"]; v.error() != simdjson::NO_SUCH_FIELD) {
             std::string_view s;
             if (v.get_string().get(s) != simdjson::SUCCESS || s.empty() || s.find('\0') != std::string_view::npos)
-                return fail(errc::invalid_argument, "'cwd' must be a directory path");
+                return shell_error(errc::invalid_argument, "'cwd' must be a directory path");
             auto real = real_dir(fs::path(s).is_absolute() ? fs::path(s) : cwd_ / fs::path(s));
-            if (!real.ok()) return fail(errc::invalid_argument, "cwd '" + std::string(s) + "': " + real.err().message);
+            if (!real.ok()) return shell_error(errc::invalid_argument, "cwd '" + std::string(s) + "': " + real.err().message);
             cwd = *real;
         }
         bool inside = false;
         for (const auto& root : roots_) inside = inside || is_inside(cwd, root);
-        if (!inside) return fail(errc::invalid_argument, "cwd '" + cwd.string() + "' is outside the allowed directories");
+        if (!inside) return shell_error(errc::invalid_argument, "cwd '" + cwd.string() + "' is outside the allowed directories");
         int64_t timeout_ms = settings_.default_timeout_ms;
         if (auto v = args["timeout_ms"]; v.error() != simdjson::NO_SUCH_FIELD) {
             if (v.get_int64().get(timeout_ms) != simdjson::SUCCESS || timeout_ms < 1)
-                return fail(errc::invalid_argument, "'timeout_ms' must be an integer >= 1");
+                return shell_error(errc::invalid_argument, "'timeout_ms' must be an integer >= 1");
             timeout_ms = std::min(timeout_ms, settings_.max_timeout_ms);
         }
 
@@ -151,19 +151,19 @@ public:
         for (const std::string& name : {exe->filename().string(), ec ? std::string() : real_exe.filename().string()}) {
             if (name.empty()) continue;
             if (auto checked = check_exec_options(name, call_args); !checked.ok())
-                return fail(checked.err().code, checked.err().message);
+                return shell_error(checked.err().code, checked.err().message);
         }
         if (auto checked = check_path_arguments(call_args, cwd, roots_); !checked.ok())
-            return fail(checked.err().code, checked.err().message);
+            return shell_error(checked.err().code, checked.err().message);
 
         std::optional<sandbox> box;
         auto scratch = make_scratch_dir();
-        if (!scratch.ok()) return fail(scratch.err().code, scratch.err().message);
+        if (!scratch.ok()) return shell_error(scratch.err().code, scratch.err().message);
         if (settings_.sandbox == shell_sandbox::landlock) {
             const int abi = settings_.assume_no_landlock ? 0 : landlock_abi();
             if (abi < 1) {
                 remove_scratch(*scratch);
-                return fail(errc::unsupported,
+                return shell_error(errc::unsupported,
                             "this kernel has no Landlock (Linux 5.13 or later, enabled at boot), so '" +
                                 std::string(program) +
                                 "' cannot run sandboxed; set \"sandbox\": \"none\" in the tool's settings to run "
@@ -177,7 +177,7 @@ public:
             auto prepared = sandbox::prepare(policy, abi);
             if (!prepared.ok()) {
                 remove_scratch(*scratch);
-                return fail(prepared.err().code, prepared.err().message);
+                return shell_error(prepared.err().code, prepared.err().message);
             }
             box.emplace(std::move(prepared).value());
         }
@@ -186,8 +186,8 @@ public:
         if (!ran.ok()) return ran.err();
         // A killed program is an error (the model must not read its partial
         // output as an answer); the message still carries that output.
-        if (ran->timed_out) return fail(errc::timeout, std::string("'").append(program) + "' " + describe(*ran, timeout_ms));
-        if (ran->cancelled) return fail(errc::cancelled, std::string("'").append(program) + "' " + describe(*ran, timeout_ms));
+        if (ran->timed_out) return shell_error(errc::timeout, std::string("'").append(program) + "' " + describe(*ran, timeout_ms));
+        if (ran->cancelled) return shell_error(errc::cancelled, std::string("'").append(program) + "' " + describe(*ran, timeout_ms));
         return describe(*ran, timeout_ms);
     }
 
@@ -229,16 +229,16 @@ private:
 
         int out_pipe[2];
         int status_pipe[2];
-        if (::pipe2(out_pipe, O_CLOEXEC) != 0) return fail(errc::io_error, std::string("pipe: ") + std::strerror(errno));
+        if (::pipe2(out_pipe, O_CLOEXEC) != 0) return shell_error(errc::io_error, std::string("pipe: ") + std::strerror(errno));
         if (::pipe2(status_pipe, O_CLOEXEC) != 0) {
             ::close(out_pipe[0]);
             ::close(out_pipe[1]);
-            return fail(errc::io_error, std::string("pipe: ") + std::strerror(errno));
+            return shell_error(errc::io_error, std::string("pipe: ") + std::strerror(errno));
         }
         const pid_t pid = ::fork();
         if (pid < 0) {
             for (int fd : {out_pipe[0], out_pipe[1], status_pipe[0], status_pipe[1]}) ::close(fd);
-            return fail(errc::io_error, std::string("fork: ") + std::strerror(errno));
+            return shell_error(errc::io_error, std::string("fork: ") + std::strerror(errno));
         }
         if (pid == 0)
             child(exe_path.c_str(), argv.data(), envp.data(), cwd_path.c_str(), out_pipe[1], status_pipe[1], isolate, box);
@@ -317,7 +317,7 @@ private:
             const char* step = report[1] == step_sandbox ? "entering the sandbox: "
                                : report[1] == step_setup ? "setting up stdin, stdout or the cwd: "
                                                          : "";
-            return fail(errc::io_error,
+            return shell_error(errc::io_error,
                         "cannot run '" + exe_path + "' in '" + cwd_path + "': " + step + std::strerror(err));
         }
         if (WIFEXITED(wait_status)) {
@@ -403,7 +403,7 @@ private:
 
 }  // namespace
 
-std::string_view shell_parameters_schema() { return schema; }
+std::string_view shell_parameters_schema() { return shell_schema; }
 
 result<shell_sandbox> parse_shell_sandbox(std::string_view text) {
     if (text == "landlock") return shell_sandbox::landlock;

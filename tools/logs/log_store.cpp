@@ -12,6 +12,8 @@
 #include <system_error>
 #include <unordered_map>
 
+#include "tools/logformat/log_reader.h"
+
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_sort.h>
 
@@ -87,62 +89,37 @@ constexpr std::size_t chunk_bytes = std::size_t(8) << 20;
 struct chunk_job {
     log_file* file = nullptr;
     std::size_t begin = 0, end = 0;
-    std::vector<log_entry> entries;  // line numbers local to the chunk
+    std::vector<logformat::log_record> records;  // line numbers local to the chunk
     std::uint32_t n_lines = 0;
 };
 
-std::string_view line_at(std::string_view text, std::size_t pos) {
-    std::size_t nl = text.find('\n', pos);
-    return text.substr(pos, (nl == std::string_view::npos ? text.size() : nl) - pos);
+log_level coarse_level(logformat::severity s) {
+    using logformat::severity;
+    switch (s) {
+        case severity::trace: case severity::debug: return log_level::debug;
+        case severity::info: case severity::notice: return log_level::info;
+        case severity::warn: return log_level::warn;
+        case severity::error: case severity::critical: case severity::fatal: return log_level::error;
+        case severity::unknown: break;
+    }
+    return log_level::none;
 }
 
-// First line start at or after `target` that begins an entry, so that no
-// chunk starts inside a stack trace.
-std::size_t next_boundary(std::string_view text, std::size_t target, simdjson::ondemand::parser& parser) {
-    std::size_t pos = text.find('\n', target);
-    while (pos != std::string_view::npos) {
-        ++pos;
-        if (pos >= text.size()) return text.size();
-        std::string_view line = line_at(text, pos);
-        if (parse_line(line, text.size() - pos, parser).starts_entry) return pos;
-        pos = text.find('\n', pos);
+log_entry to_entry(const logformat::log_record& r) {
+    log_entry e;
+    e.offset = r.offset;
+    e.ts_ms = r.time_us == logformat::no_time ? no_time : logformat::floor_div(r.time_us, 1000);
+    e.line = r.first_line;
+    e.first_len = r.first_len;
+    e.msg_begin = r.message.begin;
+    e.msg_len = r.message.len;
+    if (r.trace.len > 0 && r.trace.begin <= 0xffff) {
+        e.trace_begin = std::uint16_t(r.trace.begin);
+        e.trace_len = std::uint8_t(std::min<std::uint32_t>(r.trace.len, 64));
     }
-    return text.size();
-}
-
-void scan_chunk(chunk_job& job, simdjson::ondemand::parser& parser) {
-    std::string_view text = job.file->text();
-    std::size_t pos = job.begin;
-    bool previous_has_time = false;
-    while (pos < job.end) {
-        const char* nl = static_cast<const char*>(std::memchr(text.data() + pos, '\n', job.end - pos));
-        std::size_t line_end = nl ? std::size_t(nl - text.data()) : job.end;
-        std::string_view line = text.substr(pos, line_end - pos);
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        ++job.n_lines;
-        bool leading_space = !line.empty() && (line.front() == ' ' || line.front() == '\t');
-        if (!job.entries.empty() && (line.empty() || leading_space)) {
-            // a stack frame: part of the entry above, no parse needed
-        } else {
-            parsed_line p = parse_line(line, text.size() - pos, parser);
-            if (job.entries.empty() || !is_continuation(line, p, previous_has_time)) {
-                log_entry e;
-                e.offset = pos;
-                e.ts_ms = p.ts_ms;
-                e.line = job.n_lines;
-                e.first_len = std::uint32_t(std::min<std::size_t>(line.size(), UINT32_MAX));
-                e.msg_begin = p.msg_begin;
-                e.msg_len = p.msg_len;
-                e.trace_begin = std::uint16_t(p.trace_begin);
-                e.trace_len = std::uint8_t(p.trace_len);
-                e.level = p.level;
-                e.yearless = p.yearless;
-                job.entries.push_back(e);
-                previous_has_time = p.ts_ms != no_time;
-            }
-        }
-        pos = line_end + 1;
-    }
+    e.level = coarse_level(r.level);
+    e.severity = r.level;
+    return e;
 }
 
 std::vector<fs::path> files_in(const fs::path& dir, std::initializer_list<std::string_view> extensions) {
@@ -160,11 +137,21 @@ std::vector<fs::path> files_in(const fs::path& dir, std::initializer_list<std::s
     return out;
 }
 
-int current_year() {
-    std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    gmtime_r(&now, &tm);
-    return tm.tm_year + 1900;
+// The service every entry of a file names (syslog program, JSON "service",
+// journald identifier), when at least nine in ten entries name one and all
+// of those agree; empty otherwise.
+std::string file_source(std::string_view text, const std::vector<logformat::log_record>& records) {
+    std::string_view name;
+    std::size_t n_named = 0;
+    for (const auto& r : records) {
+        if (r.service.empty()) continue;
+        std::string_view s = r.service.in(text.substr(r.offset, r.first_len));
+        if (name.empty()) name = s;
+        else if (s != name) return {};
+        ++n_named;
+    }
+    if (records.empty() || n_named * 10 < records.size() * 9) return {};
+    return std::string(name);
 }
 
 // One span line; false when the line is not a span object.
@@ -242,7 +229,30 @@ void scan_span_chunk(std::string_view text, span_chunk& job, simdjson::ondemand:
 
 // ------------------------------------------------------------------ log_store
 
-log_store::log_store(fs::path root) : root_(std::move(root)) {}
+log_store::log_store(fs::path root, log_store_options options) : root_(std::move(root)), options_(options) {}
+
+std::string normalise_service_name(std::string_view stem) {
+    std::string out;
+    for (char c : stem) {
+        char l = (c >= 'A' && c <= 'Z') ? char(c - 'A' + 'a') : c;
+        bool keep = (l >= 'a' && l <= 'z') || (l >= '0' && l <= '9');
+        if (keep) out += l;
+        else if (!out.empty() && out.back() != '-') out += '-';
+    }
+    // a sample size as log collections name their files ("Apache_2k")
+    auto dash = out.rfind('-');
+    if (dash != std::string::npos && dash + 2 < out.size() + 1) {
+        std::string_view tail = std::string_view(out).substr(dash + 1);
+        bool size = tail.size() >= 2 && (tail.back() == 'k' || tail.back() == 'm') &&
+                    std::all_of(tail.begin(), tail.end() - 1, [](char c) { return c >= '0' && c <= '9'; });
+        if (size) out.resize(dash);
+    }
+    while (!out.empty() && !(out.front() >= 'a' && out.front() <= 'z')) out.erase(out.begin());
+    while (!out.empty() && out.back() == '-') out.pop_back();
+    if (out.empty()) out = "log";
+    if (out.size() < 2) out += "-log";
+    return out;
+}
 
 status log_store::ensure_loaded(const call_context& ctx) {
     std::lock_guard lock(load_mutex_);
@@ -277,7 +287,7 @@ status log_store::load(const call_context& ctx) {
     std::vector<log_file*> all;
     for (const auto& p : log_paths) {
         auto f = std::make_unique<log_file>();
-        f->service = p.stem().string();
+        f->stem = p.stem().string();
         f->path = p;
         TACHYON_TRY(f->map.open(p));
         all.push_back(f.get());
@@ -285,23 +295,25 @@ status log_store::load(const call_context& ctx) {
     }
     for (const auto& p : change_paths) {
         auto f = std::make_unique<log_file>();
-        f->service = p.stem().string();
+        f->stem = p.stem().string();
         f->path = p;
         TACHYON_TRY(f->map.open(p));
         all.push_back(f.get());
         change_files_.push_back(std::move(f));
     }
 
-    // cut every file into chunks that start at an entry boundary
+    // each file's format from its first lines, then chunks that start at an entry
     std::vector<chunk_job> jobs;
     {
-        simdjson::ondemand::parser parser;
+        logformat::line_parser scratch;
         for (log_file* f : all) {
             std::string_view t = f->text();
+            f->format = logformat::detect_format(t, scratch);
             std::size_t begin = 0;
             while (begin < t.size()) {
-                std::size_t end = t.size() - begin > chunk_bytes * 3 / 2 ? next_boundary(t, begin + chunk_bytes, parser)
-                                                                         : t.size();
+                std::size_t end = t.size() - begin > chunk_bytes * 3 / 2
+                                      ? logformat::next_entry_start(t, begin + chunk_bytes, f->format, scratch)
+                                      : t.size();
                 jobs.push_back(chunk_job{f, begin, end, {}, 0});
                 begin = end;
             }
@@ -310,20 +322,23 @@ status log_store::load(const call_context& ctx) {
     }
     tbb::parallel_for(std::size_t(0), jobs.size(), [&](std::size_t i) {
         if (ctx.cancelled()) return;
-        simdjson::ondemand::parser parser;
-        scan_chunk(jobs[i], parser);
+        logformat::line_parser scratch;
+        auto& job = jobs[i];
+        job.n_lines = logformat::scan_records(job.file->text(), job.begin, job.end, job.file->format, scratch, job.records);
     });
     if (ctx.cancelled()) return make_error(errc::cancelled, "loading " + root_.string() + ": cancelled");
 
     // stitch chunks: line numbers become file-global
-    int context_year = 0;
+    std::unordered_map<log_file*, std::vector<logformat::log_record>> records;
     for (auto& job : jobs) {
         log_file* f = job.file;
-        for (auto& e : job.entries) {
-            e.line += f->n_lines;
-            if (e.ts_ms != no_time && !e.yearless && context_year == 0) context_year = year_of(e.ts_ms);
+        auto& out = records[f];
+        for (auto& r : job.records) {
+            r.first_line += f->n_lines;
+            r.last_line += f->n_lines;
         }
-        f->entries.insert(f->entries.end(), job.entries.begin(), job.entries.end());
+        if (out.empty()) out = std::move(job.records);  // a file's first (often only) chunk: no copy
+        else out.insert(out.end(), job.records.begin(), job.records.end());
         f->n_lines += job.n_lines;
         stats_.n_bytes += job.end - job.begin;
     }
@@ -331,26 +346,54 @@ status log_store::load(const call_context& ctx) {
 
     // traces
     for (const auto& p : files_in(root_ / "traces", {".jsonl", ".json"})) TACHYON_TRY(load_spans(p, ctx));
-    if (context_year == 0)
-        for (const auto& s : spans_)
-            if (s.start_ms != no_time) {
-                context_year = year_of(s.start_ms);
-                break;
-            }
-    if (context_year == 0) context_year = current_year();
 
-    // syslog stamps carry no year: take the one of the other lines
-    for (log_file* f : all) {
-        int year = 0;
-        for (const auto& e : f->entries)
-            if (e.ts_ms != no_time && !e.yearless) {
-                year = year_of(e.ts_ms);
+    // stamps without a year take the one year the other files and the traces
+    // share; files of many years leave each file to its own modification time
+    std::vector<int> years;
+    for (log_file* f : all)
+        for (const auto& r : records[f])
+            if (r.time == logformat::time_kind::absolute || r.time == logformat::time_kind::local) {
+                years.push_back(logformat::year_of(r.time_us));
                 break;
             }
-        if (year == 0) year = context_year;
-        for (auto& e : f->entries)
-            if (e.yearless) e.ts_ms = syslog_time_in_year(f->first_line(e), year);
+    for (const auto& sp : spans_)
+        if (sp.start_ms != no_time) {
+            years.push_back(logformat::year_of(sp.start_ms * 1000));
+            break;
+        }
+    std::optional<int> context_year;
+    if (!years.empty() && std::all_of(years.begin(), years.end(), [&](int y) { return y == years.front(); }))
+        context_year = years.front();
+    for (log_file* f : all) {
+        auto& recs = records[f];
+        logformat::time_hints hints;
+        hints.year = options_.year;
+        hints.zone_minutes = options_.zone_minutes;
+        hints.context_year = context_year;
+        struct stat st {};
+        if (::stat(f->path.c_str(), &st) == 0)
+            hints.mtime_us = std::int64_t(st.st_mtim.tv_sec) * 1000000 + st.st_mtim.tv_nsec / 1000;
+        logformat::resolve_times(recs, hints);
+        f->entries.reserve(recs.size());
+        for (const auto& r : recs) f->entries.push_back(to_entry(r));
+        f->source = file_source(f->text(), recs);
+        std::vector<logformat::log_record>().swap(recs);
     }
+
+    // names an agent can write: the file's own source, else its stem, normalised;
+    // a name two files would share falls back to the stem, then gets a number
+    std::vector<std::string> taken;
+    auto name_file = [&](log_file& f, bool use_source) {
+        std::string name = normalise_service_name(use_source && !f.source.empty() ? f.source : f.stem);
+        if (std::find(taken.begin(), taken.end(), name) != taken.end()) name = normalise_service_name(f.stem);
+        for (int n = 2; std::find(taken.begin(), taken.end(), name) != taken.end(); ++n)
+            name = normalise_service_name(f.stem) + "-" + std::to_string(n);
+        taken.push_back(name);
+        f.service = name;
+    };
+    for (auto& f : files_) name_file(*f, true);
+    for (auto& f : change_files_) name_file(*f, false);
+    std::sort(files_.begin(), files_.end(), [](const auto& a, const auto& b) { return a->service < b->service; });
 
     for (auto& f : files_) {
         for (const auto& e : f->entries) {
@@ -457,11 +500,16 @@ int log_store::find_service(std::string_view name) const {
     return it != services_.end() && it->name == name ? int(it - services_.begin()) : -1;
 }
 
-const log_file* log_store::find_file(std::string_view stem) const {
+const log_file* log_store::find_file(std::string_view name) const {
     for (const auto& f : files_)
-        if (f->service == stem) return f.get();
+        if (f->service == name) return f.get();
     for (const auto& f : change_files_)
-        if (f->service == stem) return f.get();
+        if (f->service == name) return f.get();
+    // the file's own stem also finds it ("Apache_2k" for apache)
+    for (const auto& f : files_)
+        if (f->stem == name) return f.get();
+    for (const auto& f : change_files_)
+        if (f->stem == name) return f.get();
     return nullptr;
 }
 

@@ -18,12 +18,14 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "base/result.h"
+#include "tools/logformat/log_level.h"
 #include "tools/logs/log_parse.h"
 #include "tools/core/tool.h"
 
@@ -40,7 +42,7 @@ struct log_entry {
     std::uint16_t trace_begin = 0;  // trace id within the first line
     std::uint8_t trace_len = 0;     // 0: none
     log_level level = log_level::none;
-    bool yearless = false;
+    logformat::severity severity = logformat::severity::unknown;  // the finer level
 };
 
 class mapped_file {
@@ -58,7 +60,10 @@ private:
 };
 
 struct log_file {
-    std::string service;  // file stem
+    std::string service;  // the file's source or its stem, normalised (normalise_service_name)
+    std::string stem;     // the file name without extension
+    std::string source;   // the service every entry names, empty when they do not agree
+    int format = -1;      // index in logformat::log_formats() of most lines, -1: plain text
     std::filesystem::path path;
     mapped_file map;
     std::vector<log_entry> entries;  // [n_entry], by line
@@ -107,9 +112,22 @@ struct service_health {
     std::string example_trace;              // a failing trace id, from spans first
 };
 
+// "Apache_2k" -> "apache", "hdfs-datanode-3" -> "hdfs-datanode-3",
+// "OpenStack.nova" -> "openstack-nova": lower case, runs of other characters
+// as one '-', a trailing sample size ("_2k") dropped, at least two
+// characters, starting with a letter: what ^[a-z][a-z0-9-]*[a-z0-9]$ accepts.
+std::string normalise_service_name(std::string_view stem);
+
+// Hints for stamps that leave out their year or zone (tool settings).
+struct log_store_options {
+    std::optional<int> year;
+    std::optional<int> zone_minutes;
+    bool operator==(const log_store_options&) const = default;
+};
+
 class log_store {
 public:
-    explicit log_store(std::filesystem::path root);
+    explicit log_store(std::filesystem::path root, log_store_options options = {});
     log_store(const log_store&) = delete;
     log_store& operator=(const log_store&) = delete;
 
@@ -124,7 +142,8 @@ public:
     int find_service(std::string_view name) const;  // -1 when unknown
     const std::vector<std::unique_ptr<log_file>>& files() const { return files_; }
     const std::vector<std::unique_ptr<log_file>>& change_files() const { return change_files_; }
-    const log_file* find_file(std::string_view stem) const;  // log files, then change files
+    const log_file* find_file(std::string_view name) const;  // by service, then by stem; log files, then change files
+    const log_store_options& options() const { return options_; }
     const std::vector<span>& spans() const { return spans_; }
 
     // Spans of one trace, by start time; empty when unknown. A unique prefix
@@ -147,6 +166,7 @@ private:
     std::uint32_t intern_service(std::string_view name);
 
     std::filesystem::path root_;
+    log_store_options options_;
     std::mutex load_mutex_;
     bool loaded_ = false;
     load_stats stats_;

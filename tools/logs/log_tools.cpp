@@ -17,9 +17,10 @@ result<std::string> log_tool::invoke(std::string_view arguments_json, const call
     try {
         auto args = tool_args::parse(name(), arguments_json, argument_names());
         if (!args) return args.err();
-        status loaded = store_->ensure_loaded(ctx);
+        std::shared_ptr<log_store> store = get_store_();
+        status loaded = store->ensure_loaded(ctx);
         if (!loaded) return make_error(loaded.err().code, std::string(name()) + ": " + loaded.err().message);
-        return run(*args, ctx);
+        return run(*store, *args, ctx);
     } catch (const std::exception& e) {
         return make_error(errc::internal, std::string(name()) + ": " + e.what());
     }
@@ -38,8 +39,8 @@ std::string_view list_services_tool::parameters_schema() const {
 }
 std::vector<std::string_view> list_services_tool::argument_names() const { return {}; }
 
-result<std::string> list_services_tool::run(const tool_args&, const call_context&) {
-    const auto& services = store_->services();
+result<std::string> list_services_tool::run(const log_store& store, const tool_args&, const call_context&) {
+    const auto& services = store.services();
     std::string out = "services (" + std::to_string(services.size()) + "):\n";
     std::size_t n = 0;
     for (const auto& s : services) {
@@ -48,11 +49,11 @@ result<std::string> list_services_tool::run(const tool_args&, const call_context
             break;
         }
         out += s.name;
-        if (s.log_file >= 0) out += " lines=" + std::to_string(store_->files()[std::size_t(s.log_file)]->n_lines);
+        if (s.log_file >= 0) out += " lines=" + std::to_string(store.files()[std::size_t(s.log_file)]->n_lines);
         else out += " (no log file)";
         out += " spans=" + std::to_string(s.n_spans) + "\n";
     }
-    const auto& edges = store_->edges();
+    const auto& edges = store.edges();
     out += "edges caller -> callee (" + std::to_string(edges.size()) + "):";
     if (edges.empty()) out += " none (no traces)";
     out += "\n";
@@ -102,19 +103,19 @@ std::string summary_text(std::string_view message) {
 
 }  // namespace
 
-result<std::string> error_summary_tool::run(const tool_args& args, const call_context& ctx) {
-    auto service = service_argument(args, "service", *store_);
+result<std::string> error_summary_tool::run(const log_store& store, const tool_args& args, const call_context& ctx) {
+    auto service = service_argument(args, "service", store);
     if (!service) return service.err();
-    auto since = time_argument(args, "since", *store_);
+    auto since = time_argument(args, "since", store);
     if (!since) return since.err();
-    auto until = time_argument(args, "until", *store_);
+    auto until = time_argument(args, "until", store);
     if (!until) return until.err();
     auto bucket = args.integer("bucket_minutes", 1, 60);
     if (!bucket) return bucket.err();
-    auto health = store_->health(*since, *until, ctx);
+    auto health = store.health(*since, *until, ctx);
     if (!health) return make_error(health.err().code, "error_summary: " + health.err().message);
 
-    const auto& services = store_->services();
+    const auto& services = store.services();
     std::vector<std::size_t> order;
     for (std::size_t s = 0; s < services.size(); ++s) {
         if (*service >= 0 && s != std::size_t(*service)) continue;
@@ -127,8 +128,8 @@ result<std::string> error_summary_tool::run(const tool_args& args, const call_co
         return ta < tb;
     });
 
-    std::int64_t from = *since != no_time ? *since : store_->first_time();
-    std::int64_t to = *until != no_time ? *until : store_->last_time();
+    std::int64_t from = *since != no_time ? *since : store.first_time();
+    std::int64_t to = *until != no_time ? *until : store.last_time();
     std::string out = "window " + format_time(from) + " .. " + format_time(to) + "\n";
     if (order.empty()) out += "no errors or warnings\n";
     auto in_window = [&](std::int64_t ts) {
@@ -152,7 +153,7 @@ result<std::string> error_summary_tool::run(const tool_args& args, const call_co
         }
         if (!h.example_trace.empty()) out += ", trace " + h.example_trace;
         std::string callees;
-        for (const auto& [edge, n] : store_->edges())
+        for (const auto& [edge, n] : store.edges())
             if (edge.first == s) callees += (callees.empty() ? "" : ",") + services[edge.second].name;
         out += ", calls " + (callees.empty() ? std::string("-") : callees) + "\n";
 
@@ -167,7 +168,7 @@ result<std::string> error_summary_tool::run(const tool_args& args, const call_co
             buckets.assign(std::size_t(std::min<std::int64_t>((to - bucket_base) / bucket_ms + 1, 48)), 0);
         }
         if (services[s].log_file >= 0) {
-            const log_file& f = *store_->files()[std::size_t(services[s].log_file)];
+            const log_file& f = *store.files()[std::size_t(services[s].log_file)];
             for (const auto& e : f.entries) {
                 if (e.level < log_level::warn || !in_window(e.ts_ms)) continue;
                 if (e.level == log_level::error && !buckets.empty() && e.ts_ms != no_time) {
@@ -181,7 +182,7 @@ result<std::string> error_summary_tool::run(const tool_args& args, const call_co
             }
         }
         if (counts.empty()) {
-            for (const auto& sp : store_->spans()) {
+            for (const auto& sp : store.spans()) {
                 if (sp.service != s || !sp.failed || !in_window(sp.start_ms)) continue;
                 auto text = mask_message("span " + sp.operation + ": " + sp.error, 120);
                 auto [it, added] = counts.try_emplace(text, message_count{text, 0, counts.size()});
@@ -249,13 +250,13 @@ struct fold_equal {
 
 }  // namespace
 
-result<std::string> search_logs_tool::run(const tool_args& args, const call_context& ctx) {
+result<std::string> search_logs_tool::run(const log_store& store, const tool_args& args, const call_context& ctx) {
     auto pattern = args.string("pattern");
     if (!pattern) return pattern.err();
     auto regex_text = args.string("regex");
     if (!regex_text) return regex_text.err();
     if (pattern->has_value() && regex_text->has_value()) return args.fail("give 'pattern' or 'regex', not both");
-    auto service = service_argument(args, "service", *store_);
+    auto service = service_argument(args, "service", store);
     if (!service) return service.err();
     auto level_text = args.string("level");
     if (!level_text) return level_text.err();
@@ -269,9 +270,9 @@ result<std::string> search_logs_tool::run(const tool_args& args, const call_cont
         if (!l || !listed) return args.fail("'level' must be one of ERROR, WARN, INFO, DEBUG; got '" + cut(t, 40) + "'");
         min_level = *l;
     }
-    auto since = time_argument(args, "since", *store_);
+    auto since = time_argument(args, "since", store);
     if (!since) return since.err();
-    auto until = time_argument(args, "until", *store_);
+    auto until = time_argument(args, "until", store);
     if (!until) return until.err();
     auto limit_arg = args.integer("limit", 1, 50);
     if (!limit_arg) return limit_arg.err();
@@ -290,11 +291,11 @@ result<std::string> search_logs_tool::run(const tool_args& args, const call_cont
     std::string needle = pattern->value_or("");
     std::boyer_moore_horspool_searcher<std::string::const_iterator, fold_hash, fold_equal> searcher(needle.begin(),
                                                                                                    needle.end());
-    const auto& services = store_->services();
+    const auto& services = store.services();
     if (*service >= 0 && services[std::size_t(*service)].log_file < 0)
         return args.fail("service '" + services[std::size_t(*service)].name + "' has no log file (it appears only in traces; try get_trace)");
 
-    const auto& files = store_->files();
+    const auto& files = store.files();
     std::vector<std::vector<hit>> per_file(files.size());  // [n_file][<= limit]
     std::vector<std::uint64_t> n_match(files.size(), 0);
     std::vector<std::string> regex_errors(files.size());
@@ -369,7 +370,7 @@ std::string_view read_lines_tool::parameters_schema() const {
 }
 std::vector<std::string_view> read_lines_tool::argument_names() const { return {"id", "before", "after"}; }
 
-result<std::string> read_lines_tool::run(const tool_args& args, const call_context&) {
+result<std::string> read_lines_tool::run(const log_store& store, const tool_args& args, const call_context&) {
     auto id = args.required_string("id");
     if (!id) return id.err();
     auto before = args.integer("before", 0, 50);
@@ -378,8 +379,8 @@ result<std::string> read_lines_tool::run(const tool_args& args, const call_conte
     if (!after) return after.err();
     auto parsed = parse_line_id(*id);
     if (!parsed) return args.fail("'id' must be a line id like checkout:120; got '" + cut(*id, 60) + "'");
-    const log_file* f = store_->find_file(parsed->first);
-    if (f == nullptr) return args.fail(unknown_service_message(parsed->first, *store_));
+    const log_file* f = store.find_file(parsed->first);
+    if (f == nullptr) return args.fail(unknown_service_message(parsed->first, store));
     if (parsed->second > f->n_lines)
         return args.fail(f->service + " has " + std::to_string(f->n_lines) + " lines; got line " +
                          std::to_string(parsed->second));

@@ -5,6 +5,7 @@
 // deterministic order, with line ids "service:line" ready to copy.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -18,16 +19,24 @@ namespace tachyon::tools {
 
 // Loads the store, parses the arguments against `allowed` keys and turns an
 // exception inside a call into an error result.
+// Where a tool finds its store at each call (log_store_cache::get for a
+// root, or one fixed store); never returns null.
+using log_store_getter = std::function<std::shared_ptr<log_store>()>;
+
 class log_tool : public tool {
 public:
-    explicit log_tool(std::shared_ptr<log_store> store) : store_(std::move(store)) {}
+    explicit log_tool(std::shared_ptr<log_store> store) : get_store_([store] { return store; }) {}
+    explicit log_tool(log_store_getter get_store) : get_store_(std::move(get_store)) {}
+    tool_flags flags() const override { return {.read_only = true, .idempotent = true}; }  // they only read the store
     result<std::string> invoke(std::string_view arguments_json, const call_context& ctx) final;
 
 protected:
     virtual std::vector<std::string_view> argument_names() const = 0;
-    virtual result<std::string> run(const tool_args& args, const call_context& ctx) = 0;
+    virtual result<std::string> run(const log_store& store, const tool_args& args, const call_context& ctx) = 0;
     error cancelled() const;
-    std::shared_ptr<log_store> store_;
+
+private:
+    log_store_getter get_store_;
 };
 
 #define TACHYON_LOG_TOOL(class_name)                                                       \
@@ -40,7 +49,7 @@ protected:
                                                                                            \
     protected:                                                                             \
         std::vector<std::string_view> argument_names() const override;          \
-        result<std::string> run(const tool_args& args, const call_context& ctx) override; \
+        result<std::string> run(const log_store& store, const tool_args& args, const call_context& ctx) override; \
     }
 
 TACHYON_LOG_TOOL(list_services_tool);

@@ -28,12 +28,12 @@ std::string format_ms(double ms) {
 }
 }  // namespace
 
-result<std::string> get_trace_tool::run(const tool_args& args, const call_context&) {
+result<std::string> get_trace_tool::run(const log_store& store, const tool_args& args, const call_context&) {
     auto id = args.required_string("trace_id");
     if (!id) return id.err();
-    auto spans = store_->trace(*id);
+    auto spans = store.trace(*id);
     if (spans.empty()) {
-        if (store_->spans().empty()) return args.fail("no traces were recorded (traces/ is empty or absent)");
+        if (store.spans().empty()) return args.fail("no traces were recorded (traces/ is empty or absent)");
         return args.fail("no trace with id '" + cut(*id, 40) + "' (copy an id from error_summary or a log line)");
     }
     // children by parent span id; a span whose parent is missing is a root
@@ -65,7 +65,7 @@ result<std::string> get_trace_tool::run(const tool_args& args, const call_contex
         ++n_failed;
         if (deepest == order.size() || order[k].second > order[deepest].second) deepest = k;
     }
-    const auto& services = store_->services();
+    const auto& services = store.services();
     const span& root = *spans[order.front().first];
     std::string out = "trace " + root.trace_id + ": " + std::to_string(spans.size()) + " spans, start " +
                       format_time(root.start_ms) + ", " + format_ms(root.duration_ms) + ", " +
@@ -136,15 +136,15 @@ struct change_item {
 
 }  // namespace
 
-result<std::string> recent_changes_tool::run(const tool_args& args, const call_context& ctx) {
-    auto service = service_argument(args, "service", *store_);
+result<std::string> recent_changes_tool::run(const log_store& store, const tool_args& args, const call_context& ctx) {
+    auto service = service_argument(args, "service", store);
     if (!service) return service.err();
-    auto since = time_argument(args, "since", *store_);
+    auto since = time_argument(args, "since", store);
     if (!since) return since.err();
-    std::string service_name = *service >= 0 ? store_->services()[std::size_t(*service)].name : "";
+    std::string service_name = *service >= 0 ? store.services()[std::size_t(*service)].name : "";
     std::vector<change_item> items;
     auto keep_time = [&](std::int64_t ts) { return *since == no_time || (ts != no_time && ts >= *since); };
-    const auto& change_files = store_->change_files();
+    const auto& change_files = store.change_files();
     for (std::size_t fi = 0; fi < change_files.size(); ++fi) {
         const log_file& f = *change_files[fi];
         for (std::size_t i = 0; i < f.entries.size(); ++i) {
@@ -155,7 +155,7 @@ result<std::string> recent_changes_tool::run(const tool_args& args, const call_c
             items.push_back(change_item{e.ts_ms, 0, std::uint32_t(fi), e.line, line_id(f.service, e.line) + " " + cut(text)});
         }
     }
-    const auto& files = store_->files();
+    const auto& files = store.files();
     for (std::size_t fi = 0; fi < files.size(); ++fi) {
         const log_file& f = *files[fi];
         if (!service_name.empty() && f.service != service_name) continue;
@@ -195,7 +195,7 @@ std::vector<std::string_view> verify_root_cause_tool::argument_names() const {
     return {"service", "fault_type", "first_bad_timestamp", "evidence"};
 }
 
-result<std::string> verify_root_cause_tool::run(const tool_args& args, const call_context& ctx) {
+result<std::string> verify_root_cause_tool::run(const log_store& store, const tool_args& args, const call_context& ctx) {
     // how far before the first failure evidence may lie: leading symptoms
     // (pool 90% used, slow queries) come a few minutes before errors
     constexpr std::int64_t window_margin_ms = 5 * 60000;
@@ -212,13 +212,13 @@ result<std::string> verify_root_cause_tool::run(const tool_args& args, const cal
     if (!evidence) return evidence.err();
 
     std::vector<std::string> reasons;
-    int s = store_->find_service(*claimed);
+    int s = store.find_service(*claimed);
     if (s < 0) {
-        return "rejected: " + unknown_service_message(*claimed, *store_) + "\n";
+        return "rejected: " + unknown_service_message(*claimed, store) + "\n";
     }
-    auto health = store_->health(no_time, no_time, ctx);
+    auto health = store.health(no_time, no_time, ctx);
     if (!health) return make_error(health.err().code, "verify_root_cause: " + health.err().message);
-    const auto& services = store_->services();
+    const auto& services = store.services();
     const service_health& h = (*health)[std::size_t(s)];
     // the claimed service's start: its first burst, or its first error
     std::int64_t claimed_start = h.onset_ms != no_time ? h.onset_ms : h.first_error_ms;
@@ -242,7 +242,7 @@ result<std::string> verify_root_cause_tool::run(const tool_args& args, const cal
             reasons.push_back("'" + cut(id, 60) + "' is not a line id (expected service:line)");
             continue;
         }
-        const log_file* f = store_->find_file(parsed->first);
+        const log_file* f = store.find_file(parsed->first);
         if (f == nullptr || parsed->second > f->n_lines) {
             reasons.push_back("'" + cut(id, 60) + "' does not exist" +
                               (f ? " (" + f->service + " has " + std::to_string(f->n_lines) + " lines)" : ""));
@@ -263,7 +263,7 @@ result<std::string> verify_root_cause_tool::run(const tool_args& args, const cal
     }
 
     if (first_bad->has_value()) {
-        auto t = parse_time_argument(**first_bad, store_->first_time());
+        auto t = parse_time_argument(**first_bad, store.first_time());
         if (!t) reasons.push_back("first_bad_timestamp '" + cut(**first_bad, 40) + "' is not a UTC time");
         else if (window_start != no_time && *t < window_start)
             reasons.push_back("first_bad_timestamp " + format_time(*t) + " is before the incident window (from " +
@@ -280,7 +280,7 @@ result<std::string> verify_root_cause_tool::run(const tool_args& args, const cal
     }
 
     // a dependency that failed first is the better candidate
-    auto callees = store_->callees_transitive(std::uint32_t(s));
+    auto callees = store.callees_transitive(std::uint32_t(s));
     if (claimed_start != no_time) {
         for (std::uint32_t c : callees) {
             const service_health& ch = (*health)[c];

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "tachyon/mcp.h"
 #include "tachyon/result.h"
 #include "tachyon/sampling.h"
 #include "tachyon/tool.h"
@@ -74,10 +75,14 @@ struct agent_spec {
     std::string name;                 // required
     std::string description;
     std::string instructions;         // the system prompt; {placeholders} come from run_options::inputs
-    std::string model;                // path of a GGUF model file (must exist)
+    // Path of a GGUF model file (must exist), or a model served elsewhere
+    // as the JSON object agent files take (agents/README.md, "Remote models"):
+    // R"({"url": "http://gpu-box:8000/v1", "name": "qwen2.5-7b", "tools": "server"})".
+    std::string model;
     std::string chat_format;          // "chatml", "llama3", or empty: from the model's template
     sampling_options sampling;        // greedy by default
     std::vector<tool_use> tools;      // in the order the model sees them
+    std::vector<mcp_server> mcp_servers;  // their tools follow `tools` (tachyon/mcp.h)
     agent_budgets budgets;
     std::vector<verify_check> verify;
     int max_verify_retries = 2;       // failed verifications fed back before the run fails

@@ -34,6 +34,10 @@ struct runtime_options {
     int n_ctx = 16384;       // KV positions per model, all runs together
     int n_io_threads = 1;    // event loop threads
     int n_tool_threads = 4;  // tool calls that may run at once
+    // OpenTelemetry traces of every run (invoke_agent, chat, execute_tool
+    // spans) as OTLP/HTTP JSON to {otlp_endpoint}/v1/traces; empty: as the
+    // standard OTEL_EXPORTER_OTLP_* variables say (off when none is set).
+    std::string otlp_endpoint;
 };
 
 // How one run goes. The overlap switches are all on by default.
@@ -48,6 +52,7 @@ struct run_options {
     bool kv_retain = true;        // keep the KV cache between turns
     bool constrain = true;        // tool calls and the answer follow their schemas
     bool grounding = true;        // identifier arguments come from values seen in the run
+    std::string traceparent;      // W3C trace context of the caller: the run's spans join its trace
 };
 
 enum class run_state { succeeded, failed, cancelled, budget_exhausted };

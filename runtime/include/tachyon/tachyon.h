@@ -11,6 +11,7 @@
 #include "tachyon/agent.h"
 #include "tachyon/chat.h"
 #include "tachyon/events.h"
+#include "tachyon/mcp.h"
 #include "tachyon/result.h"
 #include "tachyon/runtime.h"
 #include "tachyon/sampling.h"

@@ -359,3 +359,116 @@ TEST_CASE("hyper-parameters that would generate garbage are refused at load, nam
     CHECK(count_error("llama.embedding_length", 0) == f + "llama.embedding_length: 0 (expected an integer in [1, 16777216])");
     CHECK(count_error("llama.context_length", 0) == f + "llama.context_length: 0 (expected an integer in [1, 16777216])");
 }
+
+TEST_CASE("a tensor the architecture does not use is an error naming it") {
+    const std::string msg = load_error("extra.gguf", [](gguf_writer& w) {
+        w.add_tensor("blk.0.attn_q_norm.weight", {32}, tensor_type::f32, std::vector<std::byte>(32 * sizeof(float)));
+    });
+    CHECK(msg.find("extra.gguf") != std::string::npos);
+    CHECK(msg.find("tensor 'blk.0.attn_q_norm.weight' is not used by architecture 'llama'") != std::string::npos);
+}
+
+TEST_CASE("an unknown architecture names the supported ones, a family's missing required key names the key and the file") {
+    const std::string unknown = load_error("unknown.gguf", [](gguf_writer& w) { w.set_string("general.architecture", "rwkv7"); });
+    CHECK(unknown.find("unknown.gguf") != std::string::npos);
+    CHECK(unknown.find("'rwkv7' is not supported") != std::string::npos);
+    for (const char* arch : {"llama", "qwen2", "qwen3", "granite", "smollm3", "phi3", "gemma2", "gemma3", "mistral3"})
+        CHECK(unknown.find(arch) != std::string::npos);
+
+    // A llama-shaped file relabelled gemma2 (its keys copied): everything
+    // but the sliding window, which gemma2 cannot run without.
+    const std::string gemma = load_error("gemma2.gguf", [](gguf_writer& w) {
+        w.set_string("general.architecture", "gemma2");
+        w.set_uint32("gemma2.embedding_length", 64);
+        w.set_uint32("gemma2.block_count", 1);
+        w.set_uint32("gemma2.attention.head_count", 2);
+        w.set_uint32("gemma2.attention.head_count_kv", 1);
+        w.set_uint32("gemma2.feed_forward_length", 64);
+    });
+    CHECK(gemma.find("gemma2.gguf") != std::string::npos);
+    CHECK(gemma.find("gemma2.attention.sliding_window") != std::string::npos);
+
+    const std::string scaling = load_error("scaling.gguf", [](gguf_writer& w) { w.set_string("llama.rope.scaling.type", "longrope"); });
+    CHECK(scaling.find("llama.rope.scaling.type 'longrope' (expected none, linear, yarn or llama3)") != std::string::npos);
+}
+
+TEST_CASE("exact loading computes the same logits as the file's weights dequantized to f32 ahead of time") {
+    const auto dir = std::filesystem::temp_directory_path();
+    const std::string q8 = (dir / "exact-q8.gguf").string(), f32 = (dir / "exact-f32.gguf").string();
+    synthetic_llama_shape shape;
+    shape.n_vocab = 64;
+    shape.n_embd = 64;
+    shape.n_layer = 2;
+    shape.n_head = 2;
+    shape.n_head_kv = 1;
+    shape.n_ff = 128;
+    shape.n_ctx = 64;
+    REQUIRE(write_synthetic_llama(q8, shape, tensor_type::q8_0, 9).ok());
+    REQUIRE(requantize_model(q8, f32, tensor_type::f32).ok());
+    load_options exact;
+    exact.exact = true;
+    auto a = load_model(q8, exact), b = load_model(f32), fast = load_model(q8);
+    std::filesystem::remove(q8);
+    std::filesystem::remove(f32);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    REQUIRE(fast.ok());
+    auto run = [&](model& m) {
+        kernel_context ctx(1);
+        kv_cache kv = make_kv(m, 16);
+        const seq_id s = kv.create();
+        forward_batch batch;
+        for (int p = 0; p < 8; ++p) batch.add((p * 7) % 64, s, p, true);
+        REQUIRE(kv.reserve(s, 8).ok());
+        std::vector<float> logits(8 * 64);
+        m.forward(ctx, batch, kv, logits.data());
+        return logits;
+    };
+    // The same float math up to summation order; the fast path rounds activations to q8_0, 100 times further.
+    const std::vector<float> want = run(**b);
+    const float exact_diff = max_abs_diff(run(**a).data(), want), fast_diff = max_abs_diff(run(**fast).data(), want);
+    MESSAGE("max |logit - f32 file|: exact " << exact_diff << ", fast " << fast_diff);
+    CHECK(exact_diff < 1e-5f);
+    CHECK(fast_diff > 100 * exact_diff);
+}
+
+TEST_CASE("mistral3's attention temperature sharpens the queries from attention.temperature_length on, and leaves earlier positions") {
+    auto as_mistral3 = [](bool temperature) {
+        return [temperature](gguf_writer& w) {
+            w.set_string("general.architecture", "mistral3");
+            w.set_uint32("mistral3.embedding_length", 64);
+            w.set_uint32("mistral3.block_count", 1);
+            w.set_uint32("mistral3.attention.head_count", 2);
+            w.set_uint32("mistral3.attention.head_count_kv", 1);
+            w.set_uint32("mistral3.feed_forward_length", 64);
+            w.set_uint32("mistral3.context_length", 128);
+            if (temperature) {
+                w.set_float32("mistral3.attention.temperature_scale", 0.5f);
+                w.set_uint32("mistral3.attention.temperature_length", 4);
+            }
+        };
+    };
+    auto logits_of = [](const std::string& path) {
+        auto m = load_model(path);
+        std::filesystem::remove(path);
+        REQUIRE_MESSAGE(m.ok(), (m.ok() ? "" : m.err().message));
+        kernel_context ctx(1);
+        kv_cache kv = make_kv(**m, 16);
+        const seq_id s = kv.create();
+        forward_batch batch;
+        for (int p = 0; p < 10; ++p) batch.add((p * 5) % 64, s, p, true);
+        REQUIRE(kv.reserve(s, 10).ok());
+        std::vector<float> logits(10 * 64);
+        (*m)->forward(ctx, batch, kv, logits.data());
+        return logits;
+    };
+    const std::vector<float> plain = logits_of(synthetic_with("m3-plain.gguf", as_mistral3(false)));
+    const std::vector<float> temp = logits_of(synthetic_with("m3-temp.gguf", as_mistral3(true)));
+    auto row_diff = [&](int p) {
+        float d = 0.0f;
+        for (int i = 0; i < 64; ++i) d = std::max(d, std::fabs(plain[static_cast<size_t>(p * 64 + i)] - temp[static_cast<size_t>(p * 64 + i)]));
+        return d;
+    };
+    for (int p = 0; p < 4; ++p) CHECK(row_diff(p) == 0.0f);  // factor 1 + 0.5 ln(1) = 1
+    for (int p = 4; p < 10; ++p) CHECK(row_diff(p) > 0.0f);
+}

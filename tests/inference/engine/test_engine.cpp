@@ -527,3 +527,56 @@ TEST_CASE("prefill/decode split: sessions prefilling beside others decoding get 
     }
     CHECK(split.counters().busy_cpu_ms > 0);
 }
+
+TEST_CASE("the engine loads the model for its context: phi3 takes its long RoPE factors beyond the original context") {
+    const std::string phi3 = std::string(TACHYON_CONFORMANCE_DIR) + "/arch/phi3.Q4_K_M.gguf";
+    if (!std::filesystem::exists(phi3)) {
+        MESSAGE("skipped: " << phi3 << " is absent");
+        return;
+    }
+    for (int n_ctx : {4096, 8192}) {
+        CAPTURE(n_ctx);
+        engine_options o;
+        o.n_ctx = n_ctx;
+        auto e = engine::open(phi3, o);
+        REQUIRE_MESSAGE(e.ok(), (e.ok() ? "" : e.err().message));
+        // rope.scaling.original_context_length is 4096.
+        CHECK((*e)->get_model().hparams().rope_factors_long == (n_ctx > 4096));
+    }
+}
+
+TEST_CASE("a model sizes its thread split by its largest matrix as bound: the file's bytes, f32 when loaded exact") {
+    const std::string shipped = std::string(TACHYON_SOURCE_DIR) + "/examples/incident/model/incident-analyst.gguf";
+    auto as_stored = load_model(shipped);
+    REQUIRE_MESSAGE(as_stored.ok(), (as_stored.ok() ? "" : as_stored.err().message));
+    // the f16 output projection, [n_vocab, n_embd]
+    const auto& hp = (*as_stored)->hparams();
+    const size_t f16_bytes = static_cast<size_t>(hp.n_vocab) * static_cast<size_t>(hp.n_embd) * 2;
+    CHECK((*as_stored)->largest_matrix_bytes() == f16_bytes);
+    load_options exact;
+    exact.exact = true;
+    auto dequantized = load_model(shipped, exact);
+    REQUIRE(dequantized.ok());
+    CHECK((*dequantized)->largest_matrix_bytes() == 2 * f16_bytes);
+}
+
+TEST_CASE("an engine left to choose its threads decodes a model too small to split on one, and takes a given count as it is") {
+    const std::string shipped = std::string(TACHYON_SOURCE_DIR) + "/examples/incident/model/incident-analyst.gguf";
+    engine_options o;
+    o.n_ctx = 256;
+    CHECK(o.n_threads == 0);  // the default: automatic
+    auto e = engine::open(shipped, o);
+    REQUIRE_MESSAGE(e.ok(), (e.ok() ? "" : e.err().message));
+    // its largest matrix, the 512 KiB output projection, is below min_parallel_matmul_bytes
+    CHECK((*e)->n_threads() == 1);
+    CHECK(engine_threads((*e)->get_model(), 0) == 1);
+    CHECK(engine_threads((*e)->get_model(), 3) == 3);
+    o.n_threads = 2;
+    auto two = engine::open(shipped, o);
+    REQUIRE(two.ok());
+    CHECK((*two)->n_threads() == 2);
+    o.n_threads = -1;
+    auto bad = engine::open(shipped, o);
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.err().message.find("n_threads") != std::string::npos);
+}

@@ -116,6 +116,46 @@ TEST_CASE("a synthetic model has the requested shapes and runs") {
     std::filesystem::remove(path);
 }
 
+TEST_CASE("a synthetic model takes another file's tokenizer and a chat template, for chat tests on random weights") {
+    synthetic_llama_shape s;
+    s.n_vocab = 7;  // replaced by the tokenizer's size
+    s.n_embd = 64;
+    s.n_layer = 1;
+    s.n_head = 4;
+    s.n_head_kv = 2;
+    s.n_ff = 64;
+    s.vocab_from = stories;
+    s.chat_template = "{% for m in messages %}<|im_start|>{{ m.role }}{% endfor %}";
+    const std::string path = temp_path("synth_vocab.gguf");
+    REQUIRE(write_synthetic_llama(path, s, tensor_type::f32, 3).ok());
+    auto source = gguf_file::open(stories);
+    auto written = gguf_file::open(path);
+    REQUIRE(source.ok());
+    REQUIRE(written.ok());
+    auto tokens = (*source)->get_string_array("tokenizer.ggml.tokens");
+    REQUIRE(tokens.ok());
+    CHECK(*(*written)->get_string_array("tokenizer.ggml.tokens") == *tokens);
+    CHECK(*(*written)->get_string("tokenizer.ggml.model") == *(*source)->get_string("tokenizer.ggml.model"));
+    CHECK(*(*written)->get_string("tokenizer.chat_template") == s.chat_template);
+    auto m = load_model(path);
+    REQUIRE_MESSAGE(m.ok(), (m.ok() ? "" : m.err().message));
+    CHECK((*m)->hparams().n_vocab == static_cast<int>(tokens->size()));
+
+    // A vocabulary file without a tokenizer is an error naming it.
+    synthetic_llama_shape bare = s;
+    bare.vocab_from.clear();
+    bare.chat_template.clear();
+    REQUIRE(write_synthetic_llama(path, bare, tensor_type::f32, 3).ok());
+    CHECK_FALSE((*gguf_file::open(path))->get_string("tokenizer.chat_template").ok());
+    s.vocab_from = path;
+    const std::string other = temp_path("synth_vocab2.gguf");
+    auto st = write_synthetic_llama(other, s, tensor_type::f32, 3);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.err().message.find(path) != std::string::npos);
+    CHECK(st.err().message.find("tokenizer") != std::string::npos);
+    std::filesystem::remove(path);
+}
+
 TEST_CASE("bad targets and shapes are refused with the reason") {
     const std::string path = temp_path("never.gguf");
     auto st = requantize_model("/nonexistent/model.gguf", path, tensor_type::q8_0);

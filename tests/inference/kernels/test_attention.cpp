@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <tuple>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -181,6 +183,70 @@ TEST_CASE("attention on AMX-BF16 tiles (prompt rows) matches double precision, w
                 CAPTURE(s_max);
                 CHECK(worst < 1e-5 * (1.0 + s_max));
                 CHECK(worst32 < 5e-7 * (1.0 + s_max));
+            }
+        }
+    }
+}
+
+TEST_CASE("softcap, score scale and sliding window match a naive attention on every kernel set") {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> dist(0.0f, 3.0f);  // large scores, so the cap bites
+    const int max_pos = 70;
+    for (int hd : {32, 64, 128}) {
+        paged_kv kv(hd, 16, max_pos, rng);
+        for (const auto& params : {std::tuple{50.0f, 0, 0.125f}, std::tuple{0.0f, 8, 0.125f}, std::tuple{5.0f, 20, 0.02f}}) {
+            // copies, not structured bindings: CAPTURE takes them into a lambda
+            const auto cap = std::get<0>(params); const auto window = std::get<1>(params); const auto scale = std::get<2>(params);
+            const int n_rows = 5;
+            std::vector<std::vector<float>> q(n_rows, std::vector<float>(static_cast<size_t>(hd)));
+            for (auto& row : q)
+                for (auto& x : row) x = dist(rng);
+            std::vector<int> n_pos(n_rows);
+            for (int r = 0; r < n_rows; ++r) n_pos[static_cast<size_t>(r)] = max_pos - 3 * r;
+            // Naive: scores of the positions in the window, capped, softmax, weighted V rows, in double.
+            std::vector<std::vector<double>> want(n_rows, std::vector<double>(static_cast<size_t>(hd), 0.0));
+            for (int r = 0; r < n_rows; ++r) {
+                const int first = window > 0 ? std::max(0, n_pos[static_cast<size_t>(r)] - window) : 0;
+                std::vector<double> s;
+                for (int j = first; j < n_pos[static_cast<size_t>(r)]; ++j) {
+                    double dot = 0.0;
+                    for (int d = 0; d < hd; ++d) dot += q[static_cast<size_t>(r)][static_cast<size_t>(d)] * kv.k[static_cast<size_t>(j / 16)][d * 16 + j % 16];
+                    dot *= scale;
+                    if (cap > 0.0f) dot = cap * std::tanh(dot / cap);
+                    s.push_back(dot);
+                }
+                const double mx = *std::max_element(s.begin(), s.end());
+                double sum = 0.0;
+                for (double& x : s) sum += (x = std::exp(x - mx));
+                for (int j = first; j < n_pos[static_cast<size_t>(r)]; ++j)
+                    for (int d = 0; d < hd; ++d)
+                        want[static_cast<size_t>(r)][static_cast<size_t>(d)] +=
+                            s[static_cast<size_t>(j - first)] / sum * kv.v[static_cast<size_t>(j / 16)][static_cast<size_t>((j % 16) * kv.stride + d)];
+            }
+            for (kernel_isa isa : isas()) {
+                CAPTURE(hd);
+                CAPTURE(cap);
+                CAPTURE(window);
+                CAPTURE(std::string(to_string(isa)));
+                std::vector<std::vector<float>> scores(n_rows, std::vector<float>(max_pos + 16)), out(n_rows, std::vector<float>(static_cast<size_t>(hd)));
+                std::vector<attention_row> rows;
+                for (int r = 0; r < n_rows; ++r)
+                    rows.push_back({q[static_cast<size_t>(r)].data(), n_pos[static_cast<size_t>(r)], scores[static_cast<size_t>(r)].data(), out[static_cast<size_t>(r)].data()});
+                attention_args shared{nullptr, kv.k.data(), kv.v.data(), 16, kv.stride, 0, scale, nullptr, nullptr, cap, window};
+                attend_rows(shared, rows.data(), n_rows, hd, isa);
+                for (int r = 0; r < n_rows; ++r)
+                    for (int d = 0; d < hd; ++d)
+                        CHECK(out[static_cast<size_t>(r)][static_cast<size_t>(d)] ==
+                              doctest::Approx(want[static_cast<size_t>(r)][static_cast<size_t>(d)]).epsilon(1e-4).scale(1.0));
+                // One row through attend() too.
+                attention_args one = shared;
+                one.q = rows[0].q;
+                one.n_pos = rows[0].n_pos;
+                one.scores = scores[0].data();
+                std::vector<float> o(static_cast<size_t>(hd));
+                one.out = o.data();
+                attend(one, hd, isa);
+                for (int d = 0; d < hd; ++d) CHECK(o[static_cast<size_t>(d)] == doctest::Approx(want[0][static_cast<size_t>(d)]).epsilon(1e-4).scale(1.0));
             }
         }
     }

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <tuple>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -198,4 +200,86 @@ TEST_CASE("a prompt attended in chunks gives what it gives whole") {
             CHECK(worst_chunked < (isa == kernel_isa::amx ? 1e-4 : 1e-5));
         }
     }
+}
+
+namespace {
+
+// One prompt of n tokens of one sequence through run(): the output of layer 0.
+std::vector<float> prompt_output(const attention_shape& shape, kernel_isa isa, int n, int window, std::vector<float>& q, std::vector<float>& k,
+                                 std::vector<float>& v) {
+    kv_cache kv(harness::config(shape));
+    const seq_id s = kv.create();
+    REQUIRE(kv.reserve(s, n).ok());
+    const int n_q = shape.n_head * shape.head_dim, n_kv = shape.n_head_kv * shape.head_dim;
+    std::mt19937 rng(5);
+    std::normal_distribution<float> dist(0.0f, 2.0f);
+    q.resize(static_cast<size_t>(n * n_q));
+    k.resize(static_cast<size_t>(n * n_kv));
+    v.resize(static_cast<size_t>(n * n_kv));
+    for (auto* b : {&q, &k, &v})
+        for (float& x : *b) x = dist(rng);
+    std::vector<seq_id> ids(static_cast<size_t>(n), s);
+    std::vector<int32_t> positions(static_cast<size_t>(n));
+    for (int p = 0; p < n; ++p) positions[static_cast<size_t>(p)] = p;
+    std::vector<float> out(static_cast<size_t>(n * n_q));
+    kernel_context ctx(1, isa);
+    batch_attention attn(shape);
+    attn.run(ctx, {ids, positions, q.data(), k.data(), v.data(), out.data()}, kv, 0, window);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("a sliding window, a softcap and a score scale reach every kernel set, the AMX-BF16 prompt tiles included") {
+    // head_dim 64 with 2 query heads per KV head: a prompt the tiles would take.
+    attention_shape shape{1, 4, 2, 64};
+    shape.scale = 0.05f;
+    const int n = 40, hd = 64, group = 2, n_q = 4 * hd, n_kv = 2 * hd;
+    for (const auto& params : {std::pair{0.0f, 8}, std::pair{3.0f, 0}, std::pair{3.0f, 20}}) {
+        // copies, not structured bindings: CAPTURE takes them into a lambda
+        const auto cap = std::get<0>(params); const auto window = std::get<1>(params);
+        shape.softcap = cap;
+        for (kernel_isa isa : isas()) {
+            CAPTURE(to_string(isa));
+            CAPTURE(cap);
+            CAPTURE(window);
+            std::vector<float> q, k, v;
+            const std::vector<float> out = prompt_output(shape, isa, n, window, q, k, v);
+            double worst = 0.0;
+            for (int t = 0; t < n; ++t)
+                for (int h = 0; h < 4; ++h) {
+                    const int g = h / group, first = window > 0 ? std::max(0, t + 1 - window) : 0;
+                    std::vector<double> w;
+                    for (int p = first; p <= t; ++p) {
+                        double d = 0.0;
+                        for (int i = 0; i < hd; ++i) d += static_cast<double>(q[static_cast<size_t>(t * n_q + h * hd + i)]) * k[static_cast<size_t>(p * n_kv + g * hd + i)];
+                        d *= shape.scale;
+                        if (cap > 0.0f) d = cap * std::tanh(d / cap);
+                        w.push_back(d);
+                    }
+                    const double top = *std::max_element(w.begin(), w.end());
+                    double sum = 0.0;
+                    for (double& x : w) sum += (x = std::exp(x - top));
+                    for (int i = 0; i < hd; ++i) {
+                        double o = 0.0;
+                        for (int p = first; p <= t; ++p) o += w[static_cast<size_t>(p - first)] / sum * v[static_cast<size_t>(p * n_kv + g * hd + i)];
+                        worst = std::max(worst, std::fabs(o - out[static_cast<size_t>(t * n_q + h * hd + i)]));
+                    }
+                }
+            CHECK(worst < 1e-5);
+        }
+    }
+}
+
+TEST_CASE("exact attention takes the f32 kernels where the CPU has AMX-BF16 tiles") {
+    if (!(cpu_has_amx_bf16() && default_isa() >= kernel_isa::amx)) {
+        MESSAGE("skipped: no AMX-BF16 on this CPU");
+        return;
+    }
+    attention_shape shape{1, 4, 2, 64};
+    std::vector<float> q, k, v;
+    const std::vector<float> f32 = prompt_output(shape, kernel_isa::avx512, 40, 0, q, k, v);
+    CHECK(prompt_output(shape, kernel_isa::amx, 40, 0, q, k, v) != f32);  // the tiles round to about 16 bits
+    shape.exact = true;
+    CHECK(prompt_output(shape, kernel_isa::amx, 40, 0, q, k, v) == f32);
 }

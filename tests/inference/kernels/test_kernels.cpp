@@ -2,10 +2,14 @@
 
 #include <doctest/doctest.h>
 
+#include <tuple>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -120,7 +124,8 @@ TEST_CASE("activation formats per weight type") {
     CHECK(activation_type(tensor_type::q4_k) == tensor_type::q8_k);
     CHECK(activation_type(tensor_type::q6_k) == tensor_type::q8_k);
     CHECK(has_kernels(tensor_type::q6_k));
-    CHECK_FALSE(has_kernels(tensor_type::q5_0));
+    CHECK(has_kernels(tensor_type::q5_0));
+    CHECK_FALSE(has_kernels(tensor_type::q8_k));  // an activation format only
 }
 
 TEST_CASE("AVX2 and AVX-VNNI dot products match the scalar reference") {
@@ -261,7 +266,9 @@ TEST_CASE("q8_0 and q4_0 matmul tiles match the scalar matmul on every edge of t
     // groups of 4, and rows longer than the decode kernel's batch of 32
     // blocks.
     const int64_t n_rows = 37;
-    for (const auto& [isa, n_cols] : isa_and_cols()) {
+    for (const auto& params : isa_and_cols()) {
+        // copies, not structured bindings: CAPTURE takes them into a lambda
+        const auto isa = std::get<0>(params); const auto n_cols = std::get<1>(params);
         kernel_context simd(1, isa), ref(1, kernel_isa::scalar);
         for (tensor_type type : {tensor_type::q8_0, tensor_type::q4_0}) {
             const auto w = random_weights(type, n_rows, n_cols, 21);
@@ -297,7 +304,8 @@ TEST_CASE("q8_0 and q4_0 matmul tiles match the scalar matmul on every edge of t
 }
 
 TEST_CASE("matmul on two threads gives the same numbers as on one") {
-    const int64_t n_rows = 301, n_tokens = 5;
+    // large enough to split: at least min_parallel_matmul_bytes of work
+    const int64_t n_rows = 1201, n_tokens = 9;
     for (tensor_type type : all_types) {
         CAPTURE(to_string(type));
         const int64_t n_cols = cols_for(type, 512);
@@ -305,10 +313,35 @@ TEST_CASE("matmul on two threads gives the same numbers as on one") {
         const auto x = random_floats(static_cast<size_t>(n_tokens * n_cols), 4);
         std::vector<float> y1(static_cast<size_t>(n_tokens * n_rows)), y2(y1.size());
         kernel_context one(1), two(2);
+        REQUIRE(matmul_threads(two, type, n_rows, n_cols, n_tokens) == 2);
         matmul(one, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y1.data());
         matmul(two, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y2.data());
         CHECK(y1 == y2);  // rows are independent: the split cannot change a sum
     }
+}
+
+TEST_CASE("a matmul splits over the threads only from min_parallel_matmul_bytes of weights times tokens on") {
+    kernel_context one(1), two(2);
+    // the shipped 1M model's output projection (f16, 2048 x 128, 512 KiB) and its
+    // feed-forward (352 x 128) decode on the calling thread
+    CHECK(matmul_threads(two, tensor_type::f16, 2048, 128, 1) == 1);
+    CHECK(matmul_threads(two, tensor_type::f16, 352, 128, 1) == 1);
+    // 1 MiB of weights, or 512 KiB read for two tokens, split
+    CHECK(matmul_threads(two, tensor_type::f16, 4096, 128, 1) == 2);
+    CHECK(matmul_threads(two, tensor_type::f16, 2048, 128, 2) == 2);
+    // a 220M model's feed-forward in q4_0 (2816 x 1024, 1.5 MiB) splits
+    CHECK(matmul_threads(two, tensor_type::q4_0, 2816, 1024, 1) == 2);
+    CHECK(matmul_threads(one, tensor_type::f32, 4096, 4096, 64) == 1);
+    // fewer rows than one unit of the split stay on one thread whatever the size
+    CHECK(matmul_threads(two, tensor_type::f32, 16, 1 << 16, 8) == 1);
+}
+
+TEST_CASE("the default thread count is 1 for a model whose matmuls are all too small to split") {
+    CHECK(default_threads(0) == 1);
+    CHECK(default_threads(min_parallel_matmul_bytes - 1) == 1);
+    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    CHECK(default_threads(min_parallel_matmul_bytes) == hw);
+    CHECK(default_threads(size_t{256} << 20) == hw);
 }
 
 TEST_CASE("matmul with weights packed as panels matches the double-precision reference on one and two threads") {

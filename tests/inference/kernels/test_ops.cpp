@@ -2,8 +2,10 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <random>
 #include <vector>
 
@@ -154,4 +156,106 @@ TEST_CASE("rope rotates (2i, 2i+1) pairs in normal mode and (i, i+d/2) pairs in 
         // Position 0 is the identity.
         for (int64_t k = 0; k < n_heads * head_dim; ++k) CHECK(x[k] == x0[k]);
     }
+}
+
+namespace {
+
+// Pair j of a head at position p, as the RoPE description states it, in double.
+double direct_angle(int32_t p, int j, const rope_angles& a) {
+    double extrap = p * std::pow(static_cast<double>(a.base), -2.0 * j / a.n_rot);
+    if (a.freq_factors) extrap /= a.freq_factors[j];
+    const double interp = extrap * a.freq_scale;
+    if (a.ext_factor == 0.0f) return interp;
+    const double y = (j - a.corr_low) / std::max(0.001, static_cast<double>(a.corr_high) - a.corr_low);
+    const double r = a.ext_factor * (1.0 - std::min(1.0, std::max(0.0, y)));
+    return interp * (1.0 - r) + extrap * r;
+}
+
+// x rotated by direct_angle: dims [0, n_rot) of each head in the mode's pairs, times mscale; the rest as it was.
+std::vector<double> direct_rope(const std::vector<float>& x0, const int32_t* positions, int64_t n_tokens, int64_t n_heads, int64_t head_dim,
+                                const rope_angles& a, rope_mode mode) {
+    std::vector<double> y(x0.begin(), x0.end());
+    const int half = a.n_rot / 2;
+    for (int64_t t = 0; t < n_tokens; ++t)
+        for (int64_t h = 0; h < n_heads; ++h)
+            for (int j = 0; j < half; ++j) {
+                const int64_t off = (t * n_heads + h) * head_dim;
+                const int64_t i0 = off + (mode == rope_mode::normal ? 2 * j : j);
+                const int64_t i1 = off + (mode == rope_mode::normal ? 2 * j + 1 : j + half);
+                const double th = direct_angle(positions[t], j, a);
+                y[i0] = a.mscale * (x0[i0] * std::cos(th) - x0[i1] * std::sin(th));
+                y[i1] = a.mscale * (x0[i0] * std::sin(th) + x0[i1] * std::cos(th));
+            }
+    return y;
+}
+
+}  // namespace
+
+TEST_CASE("rope variants (frequency factors, partial rotation, linear and YaRN angles, magnitude) follow the direct formula") {
+    const int64_t n_heads = 2, head_dim = 16, n_tokens = 4;
+    const int32_t positions[n_tokens] = {0, 1, 300, 5000};
+    const float factors[6] = {1.0f, 1.5f, 2.0f, 4.0f, 8.0f, 32.0f};
+    struct variant {
+        const char* name;
+        rope_angles a;
+    };
+    std::vector<variant> variants;
+    rope_angles plain;
+    plain.n_rot = 16;
+    plain.base = 10000.0f;
+    variants.push_back({"plain", plain});
+    rope_angles ff = plain;
+    ff.n_rot = 12;  // partial: dims 12..15 stay
+    ff.freq_factors = factors;
+    ff.mscale = 1.19024f;
+    variants.push_back({"partial, factors, magnitude", ff});
+    rope_angles linear = plain;
+    linear.freq_scale = 0.125f;
+    variants.push_back({"linear x8", linear});
+    rope_angles yarn = plain;
+    yarn.base = 1e6f;
+    yarn.freq_scale = 1.0f / 16.0f;
+    yarn.ext_factor = 1.0f;
+    rope_yarn_corr_dims(16, 16384, yarn.base, 32.0f, 1.0f, yarn.corr_low, yarn.corr_high);
+    variants.push_back({"yarn", yarn});
+    for (const variant& v : variants) {
+        for (rope_mode mode : {rope_mode::normal, rope_mode::neox}) {
+            CAPTURE(v.name);
+            CAPTURE(mode == rope_mode::normal ? "normal" : "neox");
+            const auto x0 = random_floats(static_cast<size_t>(n_tokens * n_heads * head_dim), 21);
+            auto x = x0;
+            std::vector<float> cs(static_cast<size_t>(n_tokens * v.a.n_rot));
+            rope_table(cs.data(), n_tokens, positions, v.a);
+            rope_apply(x.data(), n_tokens, n_heads, head_dim, v.a.n_rot, cs.data(), mode);
+            const auto want = direct_rope(x0, positions, n_tokens, n_heads, head_dim, v.a, mode);
+            for (size_t i = 0; i < x.size(); ++i) CHECK(x[i] == doctest::Approx(want[i]).epsilon(1e-5).scale(1.0));
+        }
+    }
+}
+
+TEST_CASE("the YaRN correction range of Ministral 3 (64 dims, base 1e6, 16384 positions, beta 32 and 1) is pairs 10 to 19") {
+    float low = 0.0f, high = 0.0f;
+    rope_yarn_corr_dims(64, 16384, 1e6f, 32.0f, 1.0f, low, high);
+    CHECK(low == 10.0f);
+    CHECK(high == 19.0f);
+}
+
+TEST_CASE("gelu_tanh_mul is 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))) u, softcap is cap tanh(x / cap), scale multiplies") {
+    const auto g = random_floats(263, 4, 3.0f), u = random_floats(263, 5);
+    std::vector<float> y(g.size());
+    gelu_tanh_mul(y.data(), g.data(), u.data(), static_cast<int64_t>(g.size()));
+    for (size_t i = 0; i < g.size(); ++i) {
+        const double x = g[i];
+        const double want = 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x))) * u[i];
+        CHECK(y[i] == doctest::Approx(want).epsilon(1e-5).scale(1.0));
+    }
+    auto x = random_floats(100, 6, 80.0f);
+    const auto x0 = x;
+    softcap(x.data(), static_cast<int64_t>(x.size()), 30.0f);
+    for (size_t i = 0; i < x.size(); ++i) {
+        CHECK(x[i] == doctest::Approx(30.0 * std::tanh(x0[i] / 30.0)).epsilon(1e-5).scale(1.0));
+        CHECK(std::fabs(x[i]) < 30.0f);
+    }
+    scale(x.data(), static_cast<int64_t>(x.size()), 0.5f);
+    CHECK(x[3] == doctest::Approx(0.5 * 30.0 * std::tanh(x0[3] / 30.0)).epsilon(1e-5));
 }

@@ -73,3 +73,28 @@ TEST_CASE("a thread team runs back-to-back calls and wakes after its workers wen
     }
     CHECK(sum.load() == expected);
 }
+
+TEST_CASE("a call whose worker is asleep is finished by the caller instead of waiting for it to wake") {
+    // No spinning: between calls the worker blocks, and waking it takes far
+    // longer than the caller needs to claim both (empty-bodied) parts.
+    thread_team team(2, /*spin_us=*/0, /*yield_us=*/0);
+    struct record_t {
+        std::thread::id caller;
+        std::atomic<int> by_caller{0}, visited{0};
+    } rec;
+    rec.caller = std::this_thread::get_id();
+    int calls_by_caller_alone = 0;
+    for (int call = 0; call < 50; ++call) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        rec.by_caller = 0;
+        rec.visited = 0;
+        team.run(2, 1, [](const void* p, int64_t b, int64_t e) {
+            auto* r = static_cast<record_t*>(const_cast<void*>(p));
+            if (std::this_thread::get_id() == r->caller) r->by_caller.fetch_add(static_cast<int>(e - b));
+            r->visited.fetch_add(static_cast<int>(e - b));
+        }, &rec);
+        CHECK(rec.visited.load() == 2);
+        if (rec.by_caller.load() == 2) ++calls_by_caller_alone;
+    }
+    CHECK(calls_by_caller_alone > 0);
+}

@@ -1,5 +1,7 @@
 #include "runtime/agent/agent_def.h"
 
+#include "runtime/formats/chat_format.h"
+
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
@@ -78,7 +80,7 @@ TEST_CASE("each kind of mistake is named with the file, the key path and what wa
     CHECK(error_of(d, R"({"model": "model.gguf", "instructions": "x"})") == f + "name: missing (required)");
     CHECK(error_of(d, R"({"name": "a", "model": "model.gguf", "instructions": "x", "colour": 1})") ==
           f + "colour: unknown key (expected one of: name, description, instructions, instructions_file, model, chat_format, "
-              "sampling, inputs, tools, budgets, verify, output_schema)");
+              "sampling, inputs, tools, mcp_servers, budgets, verify, output_schema)");
     CHECK(error_of(d, R"({"name": "a", "model": "model.gguf", "instructions": "x", "budgets": {"max_stpes": 3}})") ==
           f + "budgets.max_stpes: unknown key (expected one of: max_steps, max_tokens, deadline_ms, tool_timeout_ms)");
     CHECK(error_of(d, R"({"name": "a", "model": "model.gguf", "instructions": "x", "budgets": {"max_steps": "ten"}})") ==
@@ -92,18 +94,32 @@ TEST_CASE("each kind of mistake is named with the file, the key path and what wa
     CHECK(error_of(d, R"({"name": "a", "model": "model.gguf", "instructions": "x", "tools": ["shell", "shell"]})") ==
           f + "tools[1].name: tool 'shell' is listed twice");
     CHECK(error_of(d, R"({"name": "a", "model": "model.gguf", "instructions": "x", "tools": [{"name": "shell", "timeout": 5}]})") ==
-          f + "tools[0].timeout: unknown key (expected one of: name, settings, timeout_ms, grounding)");
+          f + "tools[0].timeout: unknown key (expected one of: name, settings, timeout_ms, grounding, requires_approval)");
     CHECK(error_of(d, R"js({"name": "a", "model": "model.gguf", "instructions": "x", "tools": [{"name": "get_trace", "grounding": {"trace_id": "(a|b)"}}]})js")
               .find(f + "tools[0].grounding.trace_id: ") == 0);
     CHECK(error_of(d, R"({"name": "a", "model": "missing.gguf", "instructions": "x"})")
               .find(f + "model: model file " + (d.path / "missing.gguf").string() + " does not exist") == 0);
     CHECK(error_of(d, R"({"name": "a", "model": "model.gguf"})") == f + "instructions: give exactly one of instructions or instructions_file");
     CHECK(error_of(d, R"({"name": "a", "model": "model.gguf", "instructions": "x", "chat_format": "alpaca"})") ==
-          f + "chat_format: expected \"chatml\" or \"llama3\", got \"alpaca\"");
+          f + "chat_format: expected one of " + chat_format_names() + ", got \"alpaca\"");
+    // Every family of the chat-format table is a valid value.
+    CHECK(error_of(d, R"({"name": "a", "model": "model.gguf", "instructions": "x", "chat_format": "qwen3", "tools": [{"name": "nope"}]})")
+              .find("chat_format") == std::string::npos);
     CHECK(error_of(d, R"({"name": "a", "model": "model.gguf", "instructions": "x", "verify": {"checks": [{"tool": "nope"}]}})")
               .find(f + "verify.checks[0].tool: unknown tool 'nope'") == 0);
     CHECK(error_of(d, R"({"name": "a", "model": "model.gguf", "instructions": "x", "output_schema": []})") ==
           f + "output_schema: expected an object, got an array");
+}
+
+TEST_CASE("requires_approval marks a tool whose calls wait for a person, it must be true or false") {
+    agent_dir d;
+    auto r = parse(d, R"({"name": "a", "model": "model.gguf", "instructions": "x",
+                          "tools": ["read_file", {"name": "shell", "requires_approval": true}]})");
+    REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.err().message));
+    CHECK_FALSE(r->tools[0].requires_approval);
+    CHECK(r->tools[1].requires_approval);
+    CHECK(error_of(d, R"({"name": "a", "model": "model.gguf", "instructions": "x", "tools": [{"name": "shell", "requires_approval": "yes"}]})") ==
+          d.file() + ": tools[0].requires_approval: expected true or false, got a string");
 }
 
 TEST_CASE("placeholders: {identifier} forms are filled, JSON braces are left alone, a missing input is named") {
@@ -347,4 +363,50 @@ TEST_CASE("an output schema with an empty enum or another unsatisfiable keyword 
           f + "output_schema.properties.a.enum: empty enum (expected at least one value)");
     CHECK(with_schema(R"({"type": "object", "properties": {"a": {"type": "integer", "enum": ["x", "y"]}}})")
               .starts_with(f + "output_schema.properties.a.enum: no enum value is valid for the rest of this schema"));
+}
+
+TEST_CASE("mcp_servers: entries load with argv, env, cwd, subset and read_only, mistakes are named") {
+    agent_dir d;
+    const std::string head = R"({"name": "a", "instructions": "x", "model": "model.gguf", "mcp_servers": )";
+    auto a = parse(d, head + R"([{"name": "files", "command": ["/usr/bin/python3", "server.py"], "env": {"TOKEN": "t"}, "cwd": ".",
+                                  "tools": ["echo"], "read_only": ["echo"], "grounded": {"echo": ["text"]}, "timeout_ms": 500}]})");
+    REQUIRE_MESSAGE(a.ok(), a.err().message);
+    REQUIRE(a->mcp_servers.size() == 1);
+    const agent_mcp_server& m = a->mcp_servers[0];
+    CHECK(m.name == "files");
+    CHECK(m.command == std::vector<std::string>{"/usr/bin/python3", "server.py"});
+    CHECK(m.env.at("TOKEN") == "t");
+    CHECK(m.cwd == d.path.string() + "/");  // relative to the agent file's folder
+    CHECK(m.tools == std::vector<std::string>{"echo"});
+    CHECK(m.read_only == std::vector<std::string>{"echo"});
+    CHECK(m.grounded.at("echo") == std::vector<std::string>{"text"});
+    CHECK(m.timeout_ms == 500);
+
+    CHECK(error_of(d, head + R"([{"name": "s"}]})").find("mcp_servers[0]: give exactly one of command") != std::string::npos);
+    CHECK(error_of(d, head + R"([{"name": "s", "command": []}]})").find("mcp_servers[0].command: must name a program") != std::string::npos);
+    CHECK(error_of(d, head + R"([{"name": "s", "command": ["x"], "port": 1}]})").find("mcp_servers[0].port: unknown key") != std::string::npos);
+    CHECK(error_of(d, head + R"([{"name": "s", "command": ["x"]}, {"name": "s", "command": ["y"]}]})")
+              .find("mcp_servers[1].name: server 's' is listed twice") != std::string::npos);
+    CHECK(error_of(d, head + R"([{"name": "s", "command": ["x"], "cwd": "nowhere"}]})").find("mcp_servers[0].cwd: ") != std::string::npos);
+    auto remote = parse(d, head + R"([{"name": "r", "url": "http://127.0.0.1:9/mcp", "headers": {"X-Team": "blue"}, "bearer_env": "MCP_TOKEN"}]})");
+    REQUIRE_MESSAGE(remote.ok(), remote.err().message);
+    CHECK(remote->mcp_servers[0].url == "http://127.0.0.1:9/mcp");
+    CHECK(remote->mcp_servers[0].headers.at("X-Team") == "blue");
+    CHECK(remote->mcp_servers[0].bearer_env == "MCP_TOKEN");
+    CHECK(error_of(d, head + R"([{"name": "s", "url": "https://example.org/mcp"}]})").find("mcp_servers[0].url: url 'https://example.org/mcp'") !=
+          std::string::npos);
+    CHECK(error_of(d, head + R"([{"name": "s", "url": "http://h/", "command": ["x"]}]})").find("give exactly one of command") != std::string::npos);
+    CHECK(error_of(d, head + R"([{"name": "s", "command": ["x"], "bearer_env": "T"}]})").find("mcp_servers[0].bearer_env: is for Streamable HTTP servers") !=
+          std::string::npos);
+    CHECK(error_of(d, head + R"([{"name": "s", "url": "http://h/", "bearer_env": "$T"}]})").find("expected the name of an environment variable") !=
+          std::string::npos);
+    CHECK(error_of(d, head + R"({}})").find("mcp_servers: expected an array of MCP server entries") != std::string::npos);
+}
+
+TEST_CASE("a model path too long for the file system is an error naming the key, not an exception") {
+    agent_dir d;
+    const std::string long_name(5000, 'm');
+    const std::string message = error_of(d, R"({"name": "a", "instructions": "x", "model": ")" + long_name + R"(.gguf"})");
+    CHECK(message.find("model: model file ") != std::string::npos);
+    CHECK(message.find("does not exist") != std::string::npos);
 }

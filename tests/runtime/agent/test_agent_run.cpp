@@ -2,133 +2,13 @@
 
 #include <doctest/doctest.h>
 
-#include <algorithm>
-#include <chrono>
-#include <filesystem>
-#include <set>
-#include <thread>
+#include <tuple>
 
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-
-#include "runtime/agent/agent_service.h"
-#include "runtime/journal/journal.h"
-#include "runtime/common/json_util.h"
-#include "runtime/agent/run_report.h"
-#include "runtime/journal/timeline.h"
-#include "runtime/agent/tool_catalog.h"
-#include "tests/runtime/scripted_model.h"
-#include "tests/tools/incident_fixture.h"
+#include "tests/runtime/agent/agent_run_harness.h"
 
 using namespace tachyon;
+using namespace agent_run_test;
 
-namespace {
-
-const char* k_answer_ok =
-    R"({"root_cause_service": "payments-db", "fault_type": "connection_pool_exhaustion", "first_bad_timestamp": "2026-03-14T14:04:58Z", "evidence": ["payments-db:3", "payments-db:6"]})";
-const char* k_answer_wrong =
-    R"({"root_cause_service": "payments", "fault_type": "connection_pool_exhaustion", "first_bad_timestamp": "2026-03-14T14:05:10.100Z", "evidence": ["payments:2", "payments:3"]})";
-
-const char* k_output_schema =
-    R"({"type":"object","properties":{"root_cause_service":{"type":"string"},"fault_type":{"type":"string"},"first_bad_timestamp":{"type":"string"},"evidence":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["root_cause_service","fault_type","first_bad_timestamp","evidence"],"additionalProperties":false})";
-
-std::string call(const std::string& name, const std::string& args) {
-    return "<tool_call>\n{\"name\": \"" + name + "\", \"arguments\": " + args + "}\n</tool_call>";
-}
-
-// A slow tool for timeouts: sleeps `ms` unless cancelled.
-class sleepy_tool : public tools::tool {
-public:
-    explicit sleepy_tool(int ms) : ms_(ms) {}
-    std::string_view name() const override { return "sleepy"; }
-    std::string_view description() const override { return "Sleeps."; }
-    std::string_view parameters_schema() const override { return R"({"type":"object","properties":{},"additionalProperties":false})"; }
-    result<std::string> invoke(std::string_view, const tools::call_context& ctx) override {
-        for (int i = 0; i < ms_ / 5; ++i) {
-            if (ctx.cancelled()) return make_error(errc::cancelled, "sleepy: cancelled");
-            std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-        return std::string("rested");
-    }
-
-private:
-    int ms_;
-};
-
-struct harness {
-    incident_fixture::temp_root root{"agent_run"};
-    incident_fixture::temp_root journal_dir{"agent_run_journal"};
-    std::shared_ptr<agent_definition> agent = std::make_shared<agent_definition>();
-    bool prefix_cache = true;  // the engine's
-    bool journal = true;
-    boost::asio::io_context io_;  // destroyed after any host a test made from this harness
-    std::shared_ptr<call_predictor> predictor;  // speculative tools: shared by this harness's runs when set
-    run_observer* observer = nullptr;
-    tool_wrapper wrap;  // the run's tool decorator, if any
-
-    harness() {
-        incident_fixture::write_incident(root.path);
-        agent->file = "test-agent.json";
-        agent->name = "test-agent";
-        agent->instructions = "Find the root cause in {incident_dir}.";
-        agent->chat_format = "chatml";
-        for (const char* t : {"error_summary", "get_trace", "search_logs", "recent_changes"})
-            agent->tools.push_back({t, {{"root", "{incident_dir}"}}, std::nullopt, {}});
-        agent_verify_check check;
-        check.tool = "verify_root_cause";
-        check.arguments = {{"service", "$.root_cause_service"},
-                           {"fault_type", "$.fault_type"},
-                           {"first_bad_timestamp", "$.first_bad_timestamp"},
-                           {"evidence", "$.evidence"}};
-        check.settings = {{"root", "{incident_dir}"}};
-        agent->verify.push_back(check);
-        agent->output_schema = k_output_schema;
-    }
-
-    // A host whose scripted model plays `turns` in order, across runs.
-    std::shared_ptr<model_host> make_host(const std::vector<std::string>& turns, int n_ctx = 1 << 15) const {
-        auto tok = scripted::chatml_tokenizer();
-        auto m = std::make_unique<scripted::model>(tok, turns);
-        m->set_fallback(tok.find_token("<|im_end|>"));
-        engine_options eo;
-        eo.n_ctx = n_ctx;
-        eo.prefix_cache = prefix_cache;
-        return model_host::create(std::move(m), tok, chat_format::chatml, eo);
-    }
-
-    run_outcome run(const std::vector<std::string>& turns, run_switches sw = {}, std::vector<std::shared_ptr<tools::tool>> custom = {},
-                    std::shared_ptr<std::atomic<bool>> cancel = nullptr, std::shared_ptr<model_host> shared_host = nullptr) {
-        auto host = shared_host ? shared_host : make_host(turns);
-        boost::asio::thread_pool pool(4);
-        run_request req;
-        req.agent = agent;
-        req.task = "users report checkout 502s since ~14:05 UTC, find the root cause";
-        req.inputs = {{"incident_dir", root.path.string()}};
-        req.switches = sw;
-        req.journal_dir = journal ? journal_dir.path.string() : std::string();
-        req.custom_tools = std::move(custom);
-        req.wrap_tool = wrap;
-        // The service would open the model from a file; drive run_agent directly with the scripted host.
-        // One event loop for the harness: the engine may drop a finished
-        // request's callbacks (which hold executors) after a run returns.
-        boost::asio::io_context& io = io_;
-        io.restart();
-        run_outcome out;
-        run_environment env{host, &pool, observer, cancel ? cancel : std::make_shared<std::atomic<bool>>(false), predictor};
-        boost::asio::co_spawn(boost::asio::make_strand(io), run_agent(env, req), [&](std::exception_ptr e, run_outcome o) {
-            REQUIRE_FALSE(e);
-            out = std::move(o);
-        });
-        io.run();
-        pool.join();
-        return out;
-    }
-};
-
-}  // namespace
 
 TEST_CASE("a scripted run calls a tool, answers, passes verification and writes its journal") {
     harness h;
@@ -156,6 +36,80 @@ TEST_CASE("a scripted run calls a tool, answers, passes verification and writes 
     CHECK(log->final_answer()->verified);
     REQUIRE(log->end() != nullptr);
     CHECK(log->end()->state == journal::run_state::succeeded);
+}
+
+TEST_CASE("a run on a model of another family calls its tools in that family's syntax, dispatched early") {
+    const std::pair<chat_format, std::string> families[] = {
+        {chat_format::llama3_1, "{\"name\": \"error_summary\", \"parameters\": {}}"},
+        {chat_format::qwen3, "<think>\nFirst the errors.\n</think>\n\n<tool_call>\n{\"name\": \"error_summary\", \"arguments\": {}}\n</tool_call>"},
+        {chat_format::granite3_3, "<|tool_call|>[{\"name\": \"error_summary\", \"arguments\": {}}]"},
+    };
+    for (const auto& elem : families) {
+        // named parts, not structured bindings, which clang 14 cannot take into a lambda (CAPTURE)
+        const auto& format = std::get<0>(elem); const auto& call_text = std::get<1>(elem);
+        CAPTURE(to_string(format));
+        harness h;
+        h.format = format;
+        h.agent->chat_format = std::string(to_string(format));
+        auto out = h.run({call_text, k_answer_ok});
+        CHECK(out.state == "succeeded");
+        CHECK(out.verified);
+        REQUIRE(out.calls.size() == 2);  // the tool call and the verify call
+        CHECK(out.calls[0].name == "error_summary");
+        CHECK(out.calls[0].ok);
+        CHECK(out.calls[0].early);
+    }
+}
+
+TEST_CASE("a run on a Mistral model completes its tool loop: results carry the id the model wrote, as the templates demand") {
+    // The family comes from the model's own template, as a GGUF's tokenizer.chat_template gives it.
+    // Two tool turns: the templates' alternation check must see each as a turn of calls, not an answer.
+    const std::pair<std::string, std::vector<std::string>> families[] = {
+        {"mistralai-Mistral-Nemo-Instruct-2407",
+         {"[TOOL_CALLS][{\"name\": \"error_summary\", \"arguments\": {}, \"id\": \"a1b2c3d4e\"}]",
+          "[TOOL_CALLS][{\"name\": \"recent_changes\", \"arguments\": {}, \"id\": \"Z9y8X7w6V\"}]"}},
+        {"Mistral-Small-3.2-24B-Instruct-2506",
+         {"[TOOL_CALLS]error_summary[CALL_ID]a1b2c3d4e[ARGS]{}", "[TOOL_CALLS]recent_changes[CALL_ID]Z9y8X7w6V[ARGS]{}"}},
+        {"unsloth-mistral-Devstral-Small-2507",
+         {"[TOOL_CALLS]error_summary[ARGS]{}", "[TOOL_CALLS]recent_changes[ARGS]{}"}},
+        {"mistralai-Ministral-3-14B-Reasoning-2512",
+         {"[TOOL_CALLS]error_summary[ARGS]{}", "[TOOL_CALLS]recent_changes[ARGS]{}"}},
+    };
+    const std::filesystem::path jinja = std::filesystem::path(TACHYON_CONFORMANCE_DIR) / "templates" / "jinja";
+    if (!std::filesystem::exists(jinja)) {
+        MESSAGE("conformance templates not found at " << jinja.string() << "; skipped");
+        return;
+    }
+    for (const auto& elem : families) {
+        // named parts, not structured bindings, which clang 14 cannot take into a lambda (CAPTURE)
+        const auto& name = std::get<0>(elem); const auto& call_texts = std::get<1>(elem);
+        CAPTURE(name);
+        std::ifstream in(jinja / (name + ".jinja"), std::ios::binary);
+        const std::string template_text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        auto format = detect_chat_format(template_text);
+        REQUIRE_MESSAGE(format.ok(), (format.ok() ? "" : format.err().message));
+        harness h;
+        h.format = *format;
+        h.agent->chat_format = std::string(to_string(*format));
+        // Constrained (the default): the grammar lets the model write the family's call, id included.
+        auto out = h.run({call_texts[0], call_texts[1], k_answer_ok});
+        CHECK(out.state == "succeeded");
+        CHECK(out.error.empty());
+        CHECK(out.verified);
+        REQUIRE(out.calls.size() == 3);  // the tool calls and the verify call
+        CHECK(out.calls[0].name == "error_summary");
+        CHECK(out.calls[0].ok);
+        CHECK(out.calls[0].early);
+        CHECK(out.calls[1].name == "recent_changes");
+        CHECK(out.calls[1].ok);
+    }
+}
+
+TEST_CASE("a tool result's id is the model's when it is 9 letters and digits, else one made from the step and call") {
+    CHECK(agent_detail::result_call_id("a1b2c3d4e", 3, 1) == "a1b2c3d4e");
+    CHECK(agent_detail::result_call_id("", 3, 1) == "call00301");
+    CHECK(agent_detail::result_call_id("call_0_1", 12, 4) == "call01204");
+    CHECK(agent_detail::result_call_id("a1b2c3d4-", 1234, 123) == "call23423");
 }
 
 TEST_CASE("a rejected answer goes back to the model, which corrects it") {
@@ -232,6 +186,40 @@ TEST_CASE("a tool that hangs is cut off at its timeout and the run goes on") {
     CHECK_FALSE(out.calls[0].ok);
     CHECK(out.calls[0].result.find("timed out after 50 ms") != std::string::npos);
     CHECK(out.calls[0].end_ms - out.calls[0].start_ms < 1000);
+}
+
+// A sleepy tool that bounds its own calls, as an MCP tool does (its client's
+// request timeout, extended by progress up to a cap).
+class bounded_tool : public sleepy_tool {
+public:
+    bounded_tool(int ms, int64_t bound_ms) : sleepy_tool(ms), bound_ms_(bound_ms) {}
+    tools::tool_flags flags() const override {
+        tools::tool_flags f;
+        f.max_duration_ms = bound_ms_;
+        return f;
+    }
+
+private:
+    int64_t bound_ms_;
+};
+
+TEST_CASE("a tool that bounds its own calls is waited for up to its bound, past the run's default tool timeout") {
+    harness h;
+    h.agent->budgets.tool_timeout_ms = 100;
+    h.agent->tools.push_back({"sleepy", {}, std::nullopt, {}});
+    auto bounded = h.run({call("sleepy", "{}"), k_answer_ok}, {}, {std::make_shared<bounded_tool>(400, 5000)});
+    REQUIRE(bounded.calls.size() >= 1);
+    CHECK_MESSAGE(bounded.calls[0].ok, bounded.calls[0].result);
+    CHECK(bounded.calls[0].result == "rested");
+    // without a bound of its own, the run's default cuts the same call off
+    auto unbounded = h.run({call("sleepy", "{}"), k_answer_ok}, {}, {std::make_shared<sleepy_tool>(400)});
+    REQUIRE(unbounded.calls.size() >= 1);
+    CHECK(unbounded.calls[0].result.find("timed out after 100 ms") != std::string::npos);
+    // and a timeout the agent file gives the tool wins over the tool's bound
+    h.agent->tools.back().timeout_ms = 50;
+    auto capped = h.run({call("sleepy", "{}"), k_answer_ok}, {}, {std::make_shared<bounded_tool>(400, 5000)});
+    REQUIRE(capped.calls.size() >= 1);
+    CHECK(capped.calls[0].result.find("timed out after 50 ms") != std::string::npos);
 }
 
 // A tool that holds its work back in begin(): an hour on a timer bound to
@@ -574,285 +562,4 @@ TEST_CASE("no KV block leaks after 1,000 agent runs on one engine") {
     e.clear_prefix_cache();
     sync();
     CHECK(e.n_free_kv_blocks() == n_blocks - 2);  // the two sync sessions' blocks
-}
-
-namespace {
-
-// Reads the run's journal back whenever the run reports something, and
-// checks that what is reported is on disk already (as after a kill -9 at
-// that moment).
-struct journal_checker : run_observer {
-    std::filesystem::path dir;
-    std::vector<std::string> missing;
-    int n_reports = 0;
-
-    std::vector<journal::event> on_disk() const {
-        for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-            auto log = journal::read_journal(entry.path());
-            if (log) return log->events;
-        }
-        return {};
-    }
-    template <class T, class Pred>
-    void expect(const std::string& what, Pred pred) {
-        ++n_reports;
-        for (const auto& e : on_disk())
-            if (const auto* b = std::get_if<T>(&e.body); b && pred(*b)) return;
-        missing.push_back(what);
-    }
-    void on_turn_start(int step) override {
-        expect<journal::turn_start_event>("turn_start " + std::to_string(step), [&](const auto& t) { return t.step == step; });
-    }
-    void on_turn_end(const run_turn& t) override {
-        expect<journal::model_turn_event>("model_turn " + std::to_string(t.step), [&](const auto& m) { return m.step == t.step; });
-    }
-    void on_tool_start(const run_tool_call& c) override {
-        expect<journal::tool_start_event>("tool_start " + c.call_id, [&](const auto& s) { return s.call_id == c.call_id; });
-    }
-    void on_tool_end(const run_tool_call& c) override {
-        expect<journal::tool_call_event>("tool_call " + c.call_id, [&](const auto& r) { return r.call_id == c.call_id; });
-    }
-    void on_verify(int attempt, bool, const std::string&) override {
-        expect<journal::verify_event>("verify " + std::to_string(attempt), [&](const auto& v) { return v.attempt == attempt; });
-    }
-    void on_event(const journal::event& e) override {
-        ++n_reports;
-        for (const auto& d : on_disk())
-            if (d.seq == e.seq && journal::type_name(d.body) == journal::type_name(e.body)) return;
-        missing.push_back("event " + std::to_string(e.seq) + " " + std::string(journal::type_name(e.body)));
-    }
-};
-
-template <class T>
-std::vector<T> events_of(const journal::run_log& log) {
-    std::vector<T> out;
-    for (const auto& e : log.events)
-        if (const auto* b = std::get_if<T>(&e.body)) out.push_back(*b);
-    return out;
-}
-
-// A verify check written in code: passes when the answer's note is "ok",
-// else says what the note was (quoting the model back, as checks do).
-class note_check : public tools::tool {
-public:
-    std::string_view name() const override { return "note_check"; }
-    std::string_view description() const override { return "Checks the note."; }
-    std::string_view parameters_schema() const override {
-        return R"({"type":"object","properties":{"note":{"type":"string"}},"required":["note"],"additionalProperties":false})";
-    }
-    result<std::string> invoke(std::string_view arguments, const tools::call_context&) override {
-        const std::string args(arguments);
-        if (args.find("\"ok\"") != std::string::npos) return std::string("verified: the note is right");
-        return "not verified: your note says " + args + "; the first ERROR line is payments-db:3";
-    }
-};
-
-}  // namespace
-
-TEST_CASE("every reported event is in the journal on disk before the report arrives") {
-    harness h;
-    journal_checker checker;
-    checker.dir = h.journal_dir.path;
-    h.observer = &checker;
-    // A tool result, a rejected answer and its verify, a correction, and a verified answer.
-    auto out = h.run({call("error_summary", "{}"), k_answer_wrong, k_answer_ok});
-    CHECK(out.verified);
-    CHECK(checker.n_reports > 10);
-    std::string missing;
-    for (const auto& m : checker.missing) missing += m + "; ";
-    CHECK_MESSAGE(checker.missing.empty(), "reported before it was journaled: " << missing);
-}
-
-TEST_CASE("the journal holds every call the model wrote, every rejected answer and every text it read instead") {
-    harness h;
-    run_switches free;
-    free.constrain = false;  // so that the model can write bad calls
-    auto out = h.run({call("delete_database", "{}") + "\n" + call("search_logs", R"({"limit": 500})") +
-                          "\n<tool_call>\n{\"name\": \"search_logs\", \"arguments\": {oops}\n</tool_call>",
-                      k_answer_wrong, k_answer_ok},
-                     free);
-    CHECK(out.verified);
-    auto log = journal::read_journal(out.journal_path);
-    REQUIRE(log.ok());
-    CHECK(log->warnings.empty());
-
-    const auto rejected = events_of<journal::call_rejected_event>(*log);
-    REQUIRE(rejected.size() == 3);
-    CHECK(rejected[0].call_id == "call_1_0");
-    CHECK(rejected[0].name == "delete_database");
-    CHECK(rejected[0].error.find("unknown tool 'delete_database'") != std::string::npos);
-    CHECK(rejected[1].name == "search_logs");
-    CHECK(rejected[1].arguments_json == R"({"limit":500})");
-    CHECK(rejected[1].error.find("limit") != std::string::npos);
-    CHECK(rejected[2].call_id == "call_1_2");
-    CHECK(rejected[2].error.find("malformed JSON") != std::string::npos);
-
-    // What the model read in place of tool output, exactly.
-    const auto feedback = events_of<journal::feedback_event>(*log);
-    REQUIRE(feedback.size() == 4);
-    for (size_t i = 0; i < 3; ++i) {
-        CHECK(feedback[i].source == "call");
-        CHECK(feedback[i].call_id == rejected[i].call_id);
-        CHECK(feedback[i].text == "error: " + rejected[i].error);
-    }
-    const auto answers = events_of<journal::answer_rejected_event>(*log);
-    REQUIRE(answers.size() == 1);
-    CHECK(answers[0].step == 2);
-    CHECK(answers[0].answer == k_answer_wrong);
-    CHECK(answers[0].error.rfind("verify_root_cause: ", 0) == 0);
-    CHECK(feedback[3].source == "answer");
-    CHECK(feedback[3].text == answers[0].error);
-    CHECK(feedback[3].step == 2);
-
-    // The timeline shows them.
-    const std::string timeline = render_timeline_text(*log, 400);
-    CHECK(timeline.find("REJECTED") != std::string::npos);
-    CHECK(timeline.find("answer rejected") != std::string::npos);
-}
-
-TEST_CASE("a failed tool call's error, as the model read it, is journaled as feedback") {
-    harness h;
-    h.agent->tools.push_back({"sleepy", {}, int64_t{50}, {}});
-    std::vector<std::shared_ptr<tools::tool>> custom{std::make_shared<sleepy_tool>(5000)};
-    auto out = h.run({call("sleepy", "{}"), k_answer_ok}, {}, custom);
-    CHECK(out.verified);
-    auto log = journal::read_journal(out.journal_path);
-    REQUIRE(log.ok());
-    const auto feedback = events_of<journal::feedback_event>(*log);
-    REQUIRE(feedback.size() == 1);
-    CHECK(feedback[0].source == "tool");
-    CHECK(feedback[0].call_id == "call_1_0");
-    CHECK(feedback[0].text == "sleepy: timed out after 50 ms");
-}
-
-TEST_CASE("a call cut off by the token budget is journaled as rejected") {
-    harness h;
-    h.agent->budgets.max_tokens = 12;  // ends inside the call
-    auto out = h.run({call("error_summary", "{}"), k_answer_ok});
-    CHECK(out.state == "budget_exhausted");
-    auto log = journal::read_journal(out.journal_path);
-    REQUIRE(log.ok());
-    const auto rejected = events_of<journal::call_rejected_event>(*log);
-    REQUIRE(rejected.size() == 1);
-    CHECK(rejected[0].call_id == "call_1_0");
-    CHECK(std::holds_alternative<journal::run_end_event>(log->events.back().body));
-}
-
-TEST_CASE("a call written but not started when the run stops is journaled") {
-    harness h;
-    h.agent->budgets.deadline_ms = 200;
-    // The call is complete early in a turn that goes on far past the
-    // deadline; with early dispatch off it would start only after the turn.
-    std::string rambling;
-    for (int i = 0; i < 200; ++i) rambling += " w" + std::to_string(i);
-    const std::vector<std::string> script{call("error_summary", "{}") + rambling, k_answer_ok};
-    auto tok = scripted::chatml_tokenizer();
-    auto m = std::make_unique<scripted::model>(tok, script);
-    m->set_fallback(tok.find_token("<|im_end|>"));
-    m->set_forward_delay(std::chrono::milliseconds(3));
-    auto host = model_host::create(std::move(m), tok, chat_format::chatml, engine_options{});
-    run_switches after_turn;
-    after_turn.early_dispatch = false;
-    auto out = h.run({}, after_turn, {}, nullptr, host);
-    CHECK(out.state == "budget_exhausted");
-    CHECK(out.calls.empty());
-    auto log = journal::read_journal(out.journal_path);
-    REQUIRE(log.ok());
-    CHECK(events_of<journal::tool_call_event>(*log).empty());
-    const auto rejected = events_of<journal::call_rejected_event>(*log);
-    REQUIRE(rejected.size() == 1);
-    CHECK(rejected[0].call_id == "call_1_0");
-    CHECK(rejected[0].name == "error_summary");
-    CHECK(rejected[0].error.rfind("not run: the run stopped (deadline", 0) == 0);
-    CHECK(std::holds_alternative<journal::run_end_event>(log->events.back().body));
-}
-
-TEST_CASE("a schema error quoting the model's invented identifier does not make it groundable") {
-    harness h;
-    run_switches free;
-    free.constrain = false;  // arguments are still validated against the grounded values
-    // The answer invents a key; the validator names it back; the model then
-    // asks for a service of that name, which no tool result ever held.
-    const std::string invented =
-        R"({"root_cause_service": "payments-db", "fault_type": "connection_pool_exhaustion", "first_bad_timestamp": "2026-03-14T14:04:58Z", "evidence": ["payments-db:3"], "ghost-svc-9": 1})";
-    auto out = h.run({invented, call("search_logs", R"({"service": "ghost-svc-9"})"), k_answer_ok}, free);
-    CHECK(out.verified);
-    CHECK(out.n_bad_calls == 1);
-    CHECK(out.calls.size() == 1);  // verify only: the call never reached search_logs
-    auto log = journal::read_journal(out.journal_path);
-    REQUIRE(log.ok());
-    const auto rejected = events_of<journal::call_rejected_event>(*log);
-    REQUIRE(rejected.size() == 1);
-    CHECK(rejected[0].name == "search_logs");
-    CHECK(rejected[0].error.find("ghost-svc-9") != std::string::npos);
-}
-
-TEST_CASE("a check quoting the rejected answer: its quoted words are not offered by the next answer's constraint") {
-    harness h;
-    h.agent->output_schema =
-        R"({"type":"object","properties":{"service":{"type":"string","x-grounded":true},"note":{"type":"string"}},"required":["service","note"],"additionalProperties":false})";
-    h.agent->verify.clear();
-    agent_verify_check check;
-    check.tool = "note_check";
-    check.arguments = {{"note", "$.note"}};
-    h.agent->verify.push_back(check);
-    std::vector<std::shared_ptr<tools::tool>> custom{std::make_shared<note_check>()};
-    // The first answer's note names a service no tool result holds; the
-    // check quotes it back; the second answer tries to cite it.
-    auto out = h.run({call("error_summary", "{}"), R"({"service": "payments-db", "note": "blame ghost-svc-9"})",
-                      R"({"service": "ghost-svc-9", "note": "ok"})"},
-                     {}, custom);
-    REQUIRE(out.turns.size() >= 3);
-    CHECK(out.turns[1].text.find("ghost-svc-9") != std::string::npos);  // the model's own words
-    CHECK(out.turns[2].text.rfind(R"({"service": ")", 0) == 0);
-    CHECK(out.turns[2].text.find(R"("service": "ghost-svc-9")") == std::string::npos);
-    CHECK(out.answer.find("ghost-svc-9") == std::string::npos);
-}
-
-TEST_CASE("an agent without an output schema answers in prose; without checks it is answered, not verified") {
-    harness h;
-    h.agent->output_schema.clear();
-    h.agent->verify.clear();
-    const std::string prose = "The root cause is payments-db: its connection pool ran out at 14:04:58.";
-    auto out = h.run({call("error_summary", "{}"), prose});
-    CHECK(out.state == "succeeded");
-    CHECK_FALSE(out.verified);
-    CHECK(out.answer == json::quote(prose));
-    CHECK(out.verify_attempts == 1);
-    const std::string summary = outcome_summary(out);
-    CHECK(summary.find("answered (no checks): " + prose) != std::string::npos);
-    CHECK(summary.find("verified") == std::string::npos);
-    CHECK(outcome_json(out).find(R"("state": "succeeded", "verified": false)") != std::string::npos);
-    auto log = journal::read_journal(out.journal_path);
-    REQUIRE(log.ok());
-    REQUIRE(log->final_answer() != nullptr);
-    CHECK_FALSE(log->final_answer()->verified);
-    CHECK(log->final_answer()->answer_json == json::quote(prose));
-
-    // A JSON object from an agent with no checks is accepted too, and not called verified.
-    harness j;
-    j.agent->verify.clear();
-    auto obj = j.run({k_answer_ok});
-    CHECK(obj.state == "succeeded");
-    CHECK_FALSE(obj.verified);
-    CHECK(outcome_summary(obj).find("answered (no checks)") != std::string::npos);
-
-    // With checks, verified as before.
-    harness v;
-    CHECK(v.run({k_answer_ok}).verified);
-}
-
-TEST_CASE("a prose agent's check that reads an answer field is a clear error") {
-    harness h;
-    h.agent->output_schema.clear();  // the verify check reads $.root_cause_service ...
-    auto out = h.run({"payments-db"});
-    CHECK(out.state == "failed");
-    CHECK(out.error.find("verify.checks[0].arguments.service") != std::string::npos);
-    CHECK(out.error.find("no output_schema") != std::string::npos);
-    // ... and the run that could not start is journaled.
-    auto log = journal::read_journal(out.journal_path);
-    REQUIRE(log.ok());
-    CHECK(log->start() != nullptr);
-    REQUIRE(log->end() != nullptr);
-    CHECK(log->end()->state == journal::run_state::failed);
 }

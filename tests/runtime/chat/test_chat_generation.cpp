@@ -12,11 +12,11 @@ using namespace tachyon::openai;
 
 namespace {
 
-std::shared_ptr<model_host> scripted_host(const std::vector<std::string>& turns) {
+std::shared_ptr<model_host> scripted_host(const std::vector<std::string>& turns, chat_format format = chat_format::chatml) {
     auto tok = scripted::chatml_tokenizer();
     auto m = std::make_unique<scripted::model>(tok, turns);
     m->set_fallback(tok.find_token("<|im_end|>"));
-    return model_host::create(std::move(m), std::move(tok), chat_format::chatml, engine_options{});
+    return model_host::create(std::move(m), std::move(tok), format, engine_options{});
 }
 
 const char* k_tools = R"("tools": [{"type": "function", "function": {"name": "search_logs", "description": "Searches logs.",
@@ -167,4 +167,77 @@ TEST_CASE("chat_generation: a prompt past the context is an error naming max_tok
     auto gen = chat_generation::create(host, std::move(req).value(), "m", io.get_executor());
     REQUIRE_FALSE(gen.ok());
     CHECK(gen.err().message.rfind("max_tokens: ", 0) == 0);
+}
+
+TEST_CASE("chat_generation: every family with tool calls is served with tools, its calls parsed in its syntax") {
+    struct family_case {
+        chat_format format;
+        std::string script;
+    };
+    const family_case cases[] = {
+        {chat_format::llama3_1, "{\"name\": \"search_logs\", \"parameters\": {\"service\": \"api\"}}"},
+        {chat_format::llama3_2, "<|python_tag|>{\"name\": \"search_logs\", \"parameters\": {\"service\": \"api\"}}"},
+        {chat_format::mistral, "[TOOL_CALLS][{\"name\": \"search_logs\", \"arguments\": {\"service\": \"api\"}}]"},
+        {chat_format::phi4_mini, "<|tool_call|>[{\"name\": \"search_logs\", \"arguments\": {\"service\": \"api\"}}]<|/tool_call|>"},
+        {chat_format::granite3_3, "<|tool_call|>[{\"name\": \"search_logs\", \"arguments\": {\"service\": \"api\"}}]"},
+        {chat_format::qwen3, "<think>\nThe logs.\n</think>\n\n<tool_call>\n{\"name\": \"search_logs\", \"arguments\": {\"service\": \"api\"}}\n</tool_call>"},
+    };
+    for (const auto& c : cases) {
+        CAPTURE(to_string(c.format));
+        auto r = run(scripted_host({c.script}, c.format),
+                     std::string(R"({"model": "m", "messages": [{"role": "user", "content": "go"}], "temperature": 0, "stream": true, )") +
+                         k_tools + "}");
+        REQUIRE(r.ok);
+        REQUIRE(r.done.tool_calls.size() == 1);
+        CHECK(r.done.tool_calls[0].name == "search_logs");
+        CHECK(r.done.tool_calls[0].arguments_json == R"({"service": "api"})");
+        CHECK(r.done.finish_reason == "tool_calls");
+        CHECK(r.done.content.empty());
+        // Mistral's template takes back only ids of 9 alphanumeric characters.
+        if (c.format == chat_format::mistral) CHECK(r.done.tool_calls[0].id.size() == 9);
+    }
+}
+
+TEST_CASE("chat_generation: Qwen3's think block is reasoning_content, streamed apart from the content") {
+    auto r = run(scripted_host({"<think>\nLet me think.\n</think>\n\nThe answer."}, chat_format::qwen3),
+                 R"({"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0, "stream": true})");
+    REQUIRE(r.ok);
+    CHECK(r.done.content == "The answer.");
+    CHECK(r.done.reasoning_content == "Let me think.\n");
+    std::string content, reasoning;
+    for (const auto& d : r.deltas) {
+        content += d.content;
+        reasoning += d.reasoning_content;
+    }
+    CHECK(content == "The answer.");
+    CHECK(reasoning == "Let me think.\n");
+    CHECK(completion_json(r.done).find("\"reasoning_content\":\"Let me think.\\n\"") != std::string::npos);
+}
+
+TEST_CASE("chat_generation: a Llama 3 call is constrained from its trigger, and tool_choice required opens with it") {
+    // The prompt ends with the trigger {"name": the script is the rest, with an argument the schema forbids.
+    auto r = run(scripted_host({": \"search_logs\", \"parameters\": {\"bogus\": 1}}"}, chat_format::llama3_1),
+                 std::string(R"({"model": "m", "messages": [{"role": "user", "content": "go"}], "temperature": 0, "max_tokens": 80,
+                                 "tool_choice": "required", )") + k_tools + "}");
+    REQUIRE(r.ok);
+    for (const auto& c : r.done.tool_calls) {
+        CHECK(c.name == "search_logs");
+        CHECK(c.arguments_json.find("bogus") == std::string::npos);
+    }
+    r = run(scripted_host({": \"search_logs\", \"parameters\": {\"service\": \"api\"}}"}, chat_format::llama3_1),
+            std::string(R"({"model": "m", "messages": [{"role": "user", "content": "go"}], "temperature": 0,
+                            "tool_choice": "required", )") + k_tools + "}");
+    REQUIRE(r.ok);
+    REQUIRE(r.done.tool_calls.size() == 1);
+    CHECK(r.done.tool_calls[0].arguments_json == R"({"service": "api"})");
+}
+
+TEST_CASE("chat_generation: tools for a family without tool calls are refused naming the format") {
+    auto host = scripted_host({"hi"}, chat_format::gemma3);
+    auto req = parse_chat_request(std::string(R"({"model": "m", "messages": [{"role": "user", "content": "go"}], )") + k_tools + "}");
+    REQUIRE(req.ok());
+    boost::asio::io_context io;
+    auto gen = chat_generation::create(host, std::move(req).value(), "scripted", io.get_executor());
+    REQUIRE_FALSE(gen.ok());
+    CHECK(gen.err().message.find("gemma3") != std::string::npos);
 }

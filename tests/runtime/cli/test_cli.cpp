@@ -70,6 +70,25 @@ TEST_CASE("nested command names and positionals") {
     CHECK(*neg->get_int("n-predict") == -1);  // a negative number is a value, not an option
 }
 
+TEST_CASE("a last positional named NAME... takes any number of words, others take one") {
+    command_spec serve;
+    serve.name = "mcp serve";
+    serve.positionals = {{"AGENT_FILE...", "agent files", false}};
+    serve.run = [](const parsed_args&) { return 0; };
+    command_spec one;
+    one.name = "run";
+    one.positionals = {{"AGENT.json", "agent file"}};
+    one.run = [](const parsed_args&) { return 0; };
+    const std::vector<command_spec> cmds = {serve, one};
+    auto many = parse(cmds, words({"mcp", "serve", "a.json", "b.json", "c.json"}));
+    REQUIRE(many.ok());
+    CHECK(many->positionals() == std::vector<std::string>{"a.json", "b.json", "c.json"});
+    CHECK(parse(cmds, words({"mcp", "serve"})).ok());
+    auto extra = parse(cmds, words({"run", "a.json", "b.json"}));
+    REQUIRE_FALSE(extra.ok());
+    CHECK(extra.err().message.find("unexpected argument 'b.json'") != std::string::npos);
+}
+
 TEST_CASE("usage errors name the offending word") {
     auto cmds = sample_commands();
     auto unknown_cmd = parse(cmds, words({"genrate"}));

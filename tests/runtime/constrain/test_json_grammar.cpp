@@ -231,3 +231,26 @@ TEST_CASE("json_grammar: a schema that skipped the satisfiability check is walke
         }
     }
 }
+
+TEST_CASE("json_grammar: a call region is written in the chat family's syntax, lists where the family writes lists") {
+    auto args = schema(R"({"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]})", "get_trace");
+    auto accepts = [&](tool_call_syntax syntax, std::string_view text) {
+        auto g = json_grammar::build({{"get_trace", args}}, nullptr, {}, syntax);
+        REQUIRE(g.ok());
+        json_automaton a(g->get());
+        a.start_tool_call();
+        return a.advance(text) && a.done();
+    };
+    CHECK(accepts(tool_call_syntax::hermes, "\n{\"name\": \"get_trace\", \"arguments\": {\"id\": \"t\"}}\n</tool_call>"));
+    CHECK(accepts(tool_call_syntax::llama3, ": \"get_trace\", \"parameters\": {\"id\": \"t\"}}"));
+    CHECK_FALSE(accepts(tool_call_syntax::llama3, ": \"get_trace\", \"arguments\": {\"id\": \"t\"}}"));
+    const std::string two = "[{\"name\": \"get_trace\", \"arguments\": {\"id\": \"a\"}}, {\"name\": \"get_trace\", \"arguments\": {\"id\": \"b\"}}]";
+    CHECK_FALSE(accepts(tool_call_syntax::mistral, two));  // Mistral's calls carry ids (test_json_grammar_calls.cpp)
+    CHECK(accepts(tool_call_syntax::granite, two));
+    CHECK_FALSE(accepts(tool_call_syntax::phi4, two));
+    CHECK(accepts(tool_call_syntax::phi4, two + "<|/tool_call|>"));
+    CHECK_FALSE(accepts(tool_call_syntax::mistral, "[{\"name\": \"other\", \"arguments\": {}}]"));
+    auto g = json_grammar::build({{"get_trace", args}}, nullptr, {}, tool_call_syntax::mistral);
+    REQUIRE(g.ok());
+    CHECK((*g)->call_trigger() == "[TOOL_CALLS]");
+}

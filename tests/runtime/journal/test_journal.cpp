@@ -371,7 +371,7 @@ TEST_CASE("journal: unknown run states and event types") {
     CHECK(log->warnings[0].find("heartbeat") != std::string::npos);
 }
 
-TEST_CASE("journal: the events of what the model wrote and read survive a round trip; append returns the event written") {
+TEST_CASE("journal: the events of what the model wrote and read survive a round trip and append returns the event written") {
     temp_dir dir("journal_model_io");
     auto w = writer::create(dir.path, "run-io");
     REQUIRE(w.ok());
@@ -446,4 +446,136 @@ TEST_CASE("journal: a run without run_end reads as interrupted") {
     log = read_journal(w->path());
     REQUIRE(log.ok());
     CHECK(log->state() == "cancelled");
+}
+
+TEST_CASE("journal: the events of durable runs survive a round trip (tokens, intent, pending calls, decisions, resumes)") {
+    temp_dir dir("journal_durable");
+    auto w = writer::create(dir.path, "d");
+    REQUIRE(w.ok());
+    run_start_event s = sample_start("d");
+    s.switches = {{"constrain", true}, {"early_dispatch", false}};
+    REQUIRE(w->run_start(s).ok());
+    model_turn_event t;
+    t.step = 1;
+    t.text = "<tool_call>...";
+    t.tokens = {5, 2047, 0, 17};
+    REQUIRE(w->model_turn(t).ok());
+    tool_start_event ts;
+    ts.step = 1;
+    ts.call_id = "call_1_0";
+    ts.name = "deploy";
+    ts.read_only = false;
+    ts.idempotency_key = "d:1:0";
+    REQUIRE(w->append(ts).ok());
+    REQUIRE(w->append(call_pending_event{1, "call_1_0", "deploy", R"({"service":"checkout"})", "attention", "may have run"}).ok());
+    REQUIRE(w->run_end({run_state::needs_attention, "may have run"}).ok());
+    REQUIRE(w->append(run_resume_event{"2026-11-30T01:30:00.000Z", 6, ""}).ok());
+    REQUIRE(w->append(decision_event{"call_1_0", "retry", "checked: it did not run"}).ok());
+
+    auto log = read_journal(w->path());
+    REQUIRE_MESSAGE(log.ok(), why(log));
+    REQUIRE(log->events.size() == 7);
+    CHECK(log->start()->switches == s.switches);
+    CHECK(std::get<model_turn_event>(log->events[1].body).tokens == t.tokens);
+    const auto& start = std::get<tool_start_event>(log->events[2].body);
+    CHECK_FALSE(start.read_only);
+    CHECK(start.idempotency_key == "d:1:0");
+    const auto& pending = std::get<call_pending_event>(log->events[3].body);
+    CHECK(pending.arguments_json == R"({"service":"checkout"})");
+    CHECK(pending.reason == "attention");
+    CHECK(std::get<run_resume_event>(log->events[5].body).from_seq == 6);
+    CHECK(std::get<decision_event>(log->events[6].body).reason == "checked: it did not run");
+    // Resumed after its run_end: going again, and the decision answered the pending call.
+    CHECK(log->state() == "interrupted");
+    CHECK(log->pending().empty());
+    CHECK(parse_run_state("awaiting_approval").ok());
+    CHECK(is_parked(run_state::needs_attention));
+    CHECK_FALSE(is_parked(run_state::failed));
+}
+
+TEST_CASE("journal: a parked run reads as parked with its pending calls") {
+    temp_dir dir("journal_parked");
+    auto w = writer::create(dir.path, "p");
+    REQUIRE(w.ok());
+    REQUIRE(w->run_start(sample_start("p")).ok());
+    REQUIRE(w->append(call_pending_event{2, "call_2_0", "shell", "{}", "approval", "requires approval"}).ok());
+    REQUIRE(w->run_end({run_state::awaiting_approval, "requires approval"}).ok());
+    auto log = read_journal(w->path());
+    REQUIRE_MESSAGE(log.ok(), why(log));
+    CHECK(log->state() == "awaiting_approval");
+    REQUIRE(log->pending().size() == 1);
+    CHECK(log->pending()[0].call_id == "call_2_0");
+}
+
+TEST_CASE("journal: open_existing continues seq and clock after a cut-off line, which the reader then skips with a warning") {
+    temp_dir dir("journal_reopen");
+    fs::path p;
+    {
+        auto w = writer::create(dir.path, "r");
+        REQUIRE(w.ok());
+        REQUIRE(w->run_start(sample_start("r")).ok());
+        REQUIRE(w->verify({0, "schema", true, ""}).ok());
+        p = w->path();
+    }
+    spit(p, slurp(p) + R"({"seq":2,"t_ms":9.5,"type":"tool_call","step":1,"call_)");  // killed mid-write
+    auto before = read_journal(p);
+    REQUIRE_MESSAGE(before.ok(), why(before));
+    REQUIRE(before->events.size() == 2);
+    const double last_t = before->events.back().t_ms;
+    {
+        auto w = writer::open_existing(*before);
+        REQUIRE_MESSAGE(w.ok(), why(w));
+        CHECK(w->had_cut_off_line());
+        CHECK(w->n_events() == 2);
+        CHECK(w->elapsed_ms() >= last_t);  // the run's clock goes on
+        auto e = w->append(run_resume_event{"2026-11-30T01:30:00.000Z", 2, "cut-off line"});
+        REQUIRE(e.ok());
+        CHECK(e->seq == 2);
+        REQUIRE(w->run_end({run_state::succeeded, ""}).ok());
+        // One writer per journal: a second is refused while this one lives.
+        auto second = writer::open_existing(*before);
+        REQUIRE_FALSE(second.ok());
+        CHECK(second.err().message == "journal '" + p.string() + "': in use by another writer (the run is still going)");
+    }
+    const std::string text = slurp(p);
+    CHECK(text.find(R"("call_)" "\n" R"({"seq":2)") != std::string::npos);  // the fragment ended by a newline
+    auto after = read_journal(p);
+    REQUIRE_MESSAGE(after.ok(), why(after));
+    REQUIRE(after->events.size() == 4);
+    CHECK(after->events[2].seq == 2);
+    CHECK(after->state() == "succeeded");
+    REQUIRE(after->warnings.size() == 1);
+    CHECK(after->warnings[0].rfind(p.string() + ":3: line cut off by a crash before the run resumed (", 0) == 0);
+    // Without the resume after it, a bad line in the middle stays an error.
+    std::string broken = text;
+    const size_t resume_line = broken.rfind('\n', broken.find("\"run_resume\"")) + 1;
+    broken.erase(resume_line, broken.find('\n', resume_line) + 1 - resume_line);
+    spit(p, broken);
+    auto corrupt = read_journal(p);
+    REQUIRE_FALSE(corrupt.ok());
+    CHECK(corrupt.err().message.find(p.string() + ":3: corrupt journal line") == 0);
+}
+
+TEST_CASE("journal: a journal's text held elsewhere parses as its file does and is named by the path given") {
+    temp_dir dir("journal_text");
+    auto w = writer::create(dir.path, "t");
+    REQUIRE(w.ok());
+    // The file writer is one of the event sinks a run can write to.
+    event_sink& sink = *w;
+    REQUIRE(sink.append(sample_start("t")).ok());
+    REQUIRE(sink.append(turn_start_event{1}).ok());
+    CHECK(sink.n_events() == 2);
+    CHECK(sink.location() == w->path().string());
+    const std::string text = slurp(w->path());
+    auto from_file = read_journal(w->path());
+    auto from_text = parse_journal(text, "postgresql:t");
+    REQUIRE_MESSAGE(from_text.ok(), why(from_text));
+    REQUIRE(from_file.ok());
+    CHECK(from_text->path == fs::path("postgresql:t"));
+    REQUIRE(from_text->events.size() == from_file->events.size());
+    for (size_t i = 0; i < from_text->events.size(); ++i)
+        CHECK(to_json_line(from_text->events[i], 1 << 20) == to_json_line(from_file->events[i], 1 << 20));
+    auto bad = parse_journal(text + "{not json\n" + text, "postgresql:t");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.err().message.find("postgresql:t:3: corrupt journal line") == 0);
 }

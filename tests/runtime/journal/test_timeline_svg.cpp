@@ -212,7 +212,7 @@ TEST_CASE("timeline text: rejected calls and answers, feedback, and where an int
     CHECK(interrupted_log().state() == "interrupted");
 }
 
-TEST_CASE("timeline svg: rejected calls and answers are marked; an interrupted run says so") {
+TEST_CASE("timeline svg: rejected calls and answers are marked, an interrupted run says so") {
     const std::string svg = render_timeline_svg(interrupted_log());
     size_t n_marks = 0;
     for (size_t at = svg.find("class=\"rejected\""); at != std::string::npos; at = svg.find("class=\"rejected\"", at + 1)) ++n_marks;

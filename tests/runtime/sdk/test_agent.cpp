@@ -52,7 +52,7 @@ TEST_CASE("an agent built in code with a bad key or value gets an error naming t
     agent_spec s = valid_spec(d);
 
     s.tools[0].settings = {{"rooot", "/tmp"}};
-    CHECK(build_error(s) == "agent 'analyst': tools[0]: tool search_logs: unknown setting 'rooot' (expected: root)");
+    CHECK(build_error(s) == "agent 'analyst': tools[0]: tool search_logs: unknown setting 'rooot' (expected: root, year, tz)");
 
     s = valid_spec(d);
     s.tools[0].settings.clear();
@@ -81,7 +81,9 @@ TEST_CASE("an agent built in code with a bad key or value gets an error naming t
 
     s = valid_spec(d);
     s.chat_format = "alpaca";
-    CHECK(build_error(s) == "agent 'analyst': chat_format: expected \"chatml\" or \"llama3\", got \"alpaca\"");
+    CHECK(build_error(s).find("agent 'analyst': chat_format: expected one of ") == 0);
+    CHECK(build_error(s).find("llama3.1") != std::string::npos);
+    CHECK(build_error(s).find("got \"alpaca\"") != std::string::npos);
 
     s = valid_spec(d);
     s.sampling.top_p = 2.0f;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "tests/runtime/sdk/sdk_fixture.h"
+#include "tests/runtime/telemetry/otlp_receiver.h"
 
 using namespace tachyon::sdk;
 using sdk_fixture::call;
@@ -220,4 +221,31 @@ TEST_CASE("runs can write a journal and take extra C++ tools per run") {
     CHECK(std::filesystem::exists(r.journal_path));
     REQUIRE(r.calls.size() == 1);
     CHECK(r.calls[0].result == "pong");  // the per-run tool is found first
+}
+
+TEST_CASE("runtime_options::otlp_endpoint traces every run, continuing run_options::traceparent") {
+    otlp_test::receiver rx;
+    scripted_agent s({call("lookup_order", R"({"order_id": 7})"), R"({"status": "shipped"})"});
+    {
+        runtime_options ro;
+        ro.otlp_endpoint = rx.base_url();
+        runtime rt(ro);
+        s.serve(rt);
+        run_options o;
+        o.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        CHECK(rt.run(s.make(), "where is order 7?", o).state == run_state::succeeded);
+    }  // the runtime's end sends what is left
+    auto spans = otlp_test::all_spans(rx.requests());
+    REQUIRE(spans.size() == 4);  // the run, two turns, one call
+    int n_run = 0, n_tool = 0;
+    for (const auto& sp : spans) {
+        CHECK(sp.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736");
+        if (sp.name == "invoke_agent support") {
+            ++n_run;
+            CHECK(sp.parent_span_id == "00f067aa0ba902b7");
+        }
+        if (sp.name == "execute_tool lookup_order") ++n_tool;
+    }
+    CHECK(n_run == 1);
+    CHECK(n_tool == 1);
 }

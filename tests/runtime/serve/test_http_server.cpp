@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "tests/runtime/scripted_model.h"
+#include "tests/runtime/telemetry/otlp_receiver.h"
 #include "tests/tools/incident_fixture.h"
 
 using namespace tachyon;
@@ -490,4 +491,133 @@ TEST_CASE("http_server: after a restart, finished runs are served from their jou
     CHECK(runs.find(finished_id + ".jsonl") == nullptr);
     CHECK(runs.find("") == nullptr);
     CHECK(runs.find(finished_id) != nullptr);
+}
+
+TEST_CASE("http_server: with tracing, chat completions and agent runs continue the request's traceparent, and /metrics counts dropped spans") {
+    otlp_test::receiver rx;
+    telemetry::otel_config tc;
+    tc.traces_url = rx.traces_url();
+    auto tracer = telemetry::tracer::create(tc);
+    REQUIRE(tracer.ok());
+    const std::string parent_trace = "4bf92f3577b34da6a3ce929d0e0e4736", parent_span = "00f067aa0ba902b7";
+    const std::string traceparent = "00-" + parent_trace + "-" + parent_span + "-01";
+    {
+        http::server_options o;
+        o.tracer = *tracer;
+        fixture f(o);
+        f.stats.set_tracer(*tracer);
+        REQUIRE(send(f.port, bhttp::verb::post, "/v1/chat/completions", chat_body(false, R"(, "max_tokens": 16, "seed": 5)"),
+                     {{"traceparent", traceparent}})
+                    .status == 200);
+        REQUIRE(send(f.port, bhttp::verb::post, "/v1/chat/completions", chat_body(true)).status == 200);  // no traceparent: a new trace
+        REQUIRE((*tracer)->flush(std::chrono::seconds(5)));
+        auto spans = otlp_test::all_spans(rx.requests());
+        REQUIRE(spans.size() == 2);
+        const auto& s = spans[0];
+        CHECK(s.name == "chat scripted");
+        CHECK(s.trace_id == parent_trace);
+        CHECK(s.parent_span_id == parent_span);
+        CHECK(s.str("gen_ai.operation.name") == "chat");
+        CHECK(s.str("gen_ai.provider.name") == "tachyon");
+        CHECK(s.str("gen_ai.request.model") == "scripted");
+        CHECK(s.str("gen_ai.request.max_tokens") == "16");
+        CHECK(s.str("gen_ai.request.seed") == "5");
+        CHECK(s.str("gen_ai.response.finish_reasons") == "length");  // the script's reply is longer than max_tokens
+        CHECK(s.str("gen_ai.usage.output_tokens") == "16");
+        CHECK(std::stoll(s.str("gen_ai.usage.input_tokens")) > 0);
+        CHECK(s.has("gen_ai.usage.cache_read.input_tokens"));
+        CHECK(s.has("gen_ai.response.time_to_first_chunk"));
+        CHECK(s.str("gen_ai.response.id").rfind("chatcmpl-", 0) == 0);
+        CHECK(spans[1].trace_id != parent_trace);
+        CHECK(spans[1].parent_span_id.empty());
+        auto m = send(f.port, bhttp::verb::get, "/metrics");
+        CHECK(m.body.find("tachyon_otel_spans_dropped_total 0\n") != std::string::npos);
+        CHECK(m.body.find("tachyon_otel_spans_exported_total 2\n") != std::string::npos);
+    }
+    {
+        // A collector that refuses: the completion is served, its span dropped and counted.
+        std::string dead;
+        {
+            boost::asio::io_context io;
+            tcp::acceptor a(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+            dead = "http://127.0.0.1:" + std::to_string(a.local_endpoint().port()) + "/v1/traces";
+        }
+        telemetry::otel_config dc;
+        dc.traces_url = dead;
+        auto dead_tracer = telemetry::tracer::create(dc);
+        REQUIRE(dead_tracer.ok());
+        http::server_options o;
+        o.tracer = *dead_tracer;
+        fixture f(o);
+        f.stats.set_tracer(*dead_tracer);
+        CHECK(send(f.port, bhttp::verb::post, "/v1/chat/completions", chat_body(false)).status == 200);
+        REQUIRE((*dead_tracer)->flush(std::chrono::seconds(5)));
+        auto m = send(f.port, bhttp::verb::get, "/metrics");
+        CHECK(m.body.find("# TYPE tachyon_otel_spans_dropped_total counter") != std::string::npos);
+        CHECK(m.body.find("tachyon_otel_spans_dropped_total 1\n") != std::string::npos);
+    }
+
+    // An agent run of the shipped model on the incident world.
+    const std::string model = std::string(TACHYON_SOURCE_DIR) + "/examples/incident/model/incident-analyst.gguf";
+    if (!std::filesystem::exists(model)) {
+        MESSAGE("skipped the run: the shipped model is absent");
+        return;
+    }
+    otlp_test::receiver run_rx;
+    telemetry::otel_config rc;
+    rc.traces_url = run_rx.traces_url();
+    auto run_tracer = telemetry::tracer::create(rc);
+    REQUIRE(run_tracer.ok());
+    incident_fixture::temp_root incident("http_traced_incident");
+    incident_fixture::temp_root journals("http_traced_journal");
+    incident_fixture::write_incident(incident.path);
+    service_options so;
+    so.engine.n_ctx = 16384;
+    so.tracer = *run_tracer;
+    agent_service service(so);
+    http::metrics stats;
+    http::run_registry_options ro;
+    ro.agents_dir = std::string(TACHYON_SOURCE_DIR) + "/agents";
+    ro.journal_dir = journals.path.string();
+    ro.model_paths = {model};
+    ro.data_roots = {incident.path.string()};
+    http::run_registry runs(service, ro, &stats);
+    auto host = service.host(model);
+    REQUIRE(host.ok());
+    http::server_options o;
+    o.host = "127.0.0.1";
+    o.port = 0;
+    http::server server(o, {{"incident-analyst", *host}}, stats, &runs);
+    REQUIRE(server.start().ok());
+    const std::string body = R"({"agent": "incident-analyst", "task": "Checkout fails with 502s. Find the root cause.", "inputs": {"incident_dir": ")" +
+                             incident.path.string() + "\"}}";
+    auto started = send(server.port(), bhttp::verb::post, "/v1/runs", body, {{"traceparent", traceparent}});
+    REQUIRE(started.status == 201);
+    simdjson::dom::parser p;
+    simdjson::dom::element doc = p.parse(simdjson::padded_string(started.body));
+    const std::string id{std::string_view(doc["id"])};
+    auto events = send(server.port(), bhttp::verb::get, "/v1/runs/" + id + "/events");  // ends with the run
+    REQUIRE(events.status == 200);
+    server.shutdown();
+    REQUIRE((*run_tracer)->flush(std::chrono::seconds(5)));
+    auto spans = otlp_test::all_spans(run_rx.requests());
+    const otlp_test::parsed_span* run = nullptr;
+    int n_chat = 0, n_tool = 0;
+    for (const auto& s : spans) {
+        if (s.name == "invoke_agent incident-analyst") run = &s;
+        n_chat += s.name == "chat incident-analyst" ? 1 : 0;
+        n_tool += s.name.rfind("execute_tool ", 0) == 0 ? 1 : 0;
+    }
+    REQUIRE(run != nullptr);
+    CHECK(run->trace_id == parent_trace);
+    CHECK(run->parent_span_id == parent_span);
+    CHECK(run->str("gen_ai.agent.name") == "incident-analyst");
+    CHECK(run->str("tachyon.run.id") == id);
+    CHECK(n_chat >= 1);
+    CHECK(n_chat == std::stoi(run->str("tachyon.run.turns")));
+    CHECK(n_tool == std::stoi(run->str("tachyon.run.tool_calls")));
+    for (const auto& s : spans) {
+        CHECK(s.trace_id == parent_trace);
+        if (&s != run) CHECK(s.parent_span_id == run->span_id);
+    }
 }

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     spec.tools = {clock, {"search_logs", {{"rooot", "/tmp"}}}};
     auto bad = sdk::agent::build(spec);
     if (bad.ok()) return fail("an agent with a misspelt setting was accepted");
-    if (bad.error().message != "agent 'consumer': tools[1]: tool search_logs: unknown setting 'rooot' (expected: root)") {
+    if (bad.error().message != "agent 'consumer': tools[1]: tool search_logs: unknown setting 'rooot' (expected: root, year, tz)") {
         return fail("unexpected error: " + bad.error().message);
     }
 

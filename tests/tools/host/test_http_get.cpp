@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <tuple>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -141,6 +143,19 @@ TEST_CASE("http_get: fetches from a loopback server, status, type and body in th
     auto by_name = get(*t, "http://localhost:" + std::to_string(server.port()) + "/");
     REQUIRE_MESSAGE(by_name.ok(), why(by_name));
     CHECK(by_name->rfind("HTTP 200", 0) == 0);
+}
+
+TEST_CASE("http_get: the call's idempotency key goes out as an Idempotency-Key header, none without one") {
+    loopback_server server(ok_response("ok"));
+    auto t = make(allowing(server));
+    CHECK(t->flags().read_only);
+    call_context ctx;
+    ctx.idempotency_key = "20261130T012233Z-7f3a2b:3:1";
+    auto r = t->invoke("{\"url\":\"" + server.url("/") + "\"}", ctx);
+    REQUIRE_MESSAGE(r.ok(), why(r));
+    CHECK(server.last_request().find("Idempotency-Key: 20261130T012233Z-7f3a2b:3:1\r\n") != std::string::npos);
+    REQUIRE(get(*t, server.url("/")).ok());
+    CHECK(server.last_request().find("Idempotency-Key") == std::string::npos);
 }
 
 TEST_CASE("http_get: redirects are reported, not followed") {
@@ -337,7 +352,9 @@ TEST_CASE("http_get: allowed_hosts entries are checked when the tool is made") {
         {":80", "no host"},
         {"a/b", "not a host name or address"},
     };
-    for (const auto& [entry, expected] : bad) {
+    for (const auto& elem : bad) {
+        // named parts, not structured bindings, which clang 14 cannot take into a lambda (CAPTURE)
+        const auto& entry = std::get<0>(elem); const auto& expected = std::get<1>(elem);
         http_get_settings s;
         s.allowed_hosts = {entry};
         auto t = make_http_get_tool(s);
@@ -359,7 +376,9 @@ TEST_CASE("restricted_address_kind: loopback, private, link-local and the rest, 
         {"::127.0.0.1", "IPv4-compatible"}, {"64:ff9b::a00:1", "private"}, {"2002:7f00:1::", "loopback"},
         {"192.0.2.1", "documentation"}, {"2001:db8::1", "documentation"},
     };
-    for (const auto& [address, kind] : table) {
+    for (const auto& elem : table) {
+        // named parts, not structured bindings, which clang 14 cannot take into a lambda (CAPTURE)
+        const auto& address = std::get<0>(elem); const auto& kind = std::get<1>(elem);
         auto k = restricted_address_kind(address);
         REQUIRE_MESSAGE(k.ok(), address);
         CHECK_MESSAGE(k->find(kind) != std::string::npos, address, " is ", *k);

@@ -256,7 +256,7 @@ TEST_CASE("shell: files outside the roots are refused, and unreadable even past 
     CHECK(r->find("Permission denied") != std::string::npos);
 }
 
-TEST_CASE("shell: legitimate commands work; the scratch directory is writable and removed") {
+TEST_CASE("shell: legitimate commands work, the scratch directory is writable and removed") {
     if (!have_landlock()) return;
     tree tr;
     auto t = make(test_settings(tr));

@@ -5,6 +5,9 @@
 #include <atomic>
 #include <fstream>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include "tests/tools/incident_fixture.h"
 
 using namespace tachyon;
@@ -33,61 +36,6 @@ TEST_CASE("ISO timestamps: zones, fractions and formatting") {
     CHECK(parse_time_argument("14:05:30", iso("2026-03-14T01:00:00Z")) == iso("2026-03-14T14:05:30Z"));
     CHECK_FALSE(parse_time_argument("25:00", iso("2026-03-14T01:00:00Z")).has_value());
     CHECK_FALSE(parse_time_argument("2026-03-14T14:05:00Z trailing", 0).has_value());
-}
-
-TEST_CASE("parse_line reads each log format") {
-    simdjson::ondemand::parser parser;
-    auto parse = [&](std::string_view line) { return parse_line(line, line.size(), parser); };
-
-    std::string_view json =
-        R"({"ts":"2026-03-14T14:05:12.345Z","level":"error","service":"checkout","msg":"upstream timeout","trace_id":"4bf92f3577b34da6"})";
-    auto p = parse(json);
-    CHECK(p.json);
-    CHECK(p.starts_entry);
-    CHECK(p.level == log_level::error);
-    CHECK(p.ts_ms == iso("2026-03-14T14:05:12.345Z"));
-    CHECK(json.substr(p.msg_begin, p.msg_len) == "upstream timeout");
-    CHECK(json.substr(p.trace_begin, p.trace_len) == "4bf92f3577b34da6");
-
-    std::string_view plain = "2026-03-14T14:05:12.345Z checkout[812]: WARNING pool low trace=4bf92f35";
-    p = parse(plain);
-    CHECK(p.level == log_level::warn);
-    CHECK(plain.substr(p.msg_begin, p.msg_len) == "pool low trace=4bf92f35");
-    CHECK(plain.substr(p.trace_begin, p.trace_len) == "4bf92f35");
-
-    std::string_view syslog = "Mar  4 14:05:12 host payments[9]: CRITICAL disk full";
-    p = parse(syslog);
-    CHECK(p.yearless);
-    CHECK(p.level == log_level::error);
-    CHECK(syslog_time_in_year(syslog, 2026) == iso("2026-03-04T14:05:12Z"));
-
-    auto nginx = [&](std::string_view status) {
-        std::string line = "10.0.3.7 - - [14/Mar/2026:15:05:12 +0100] \"POST /api/checkout HTTP/1.1\" " +
-                           std::string(status) + " 157 \"-\" \"Mozilla/5.0\" rt=0.012";
-        return parse_line(line, line.size(), parser);
-    };
-    CHECK(nginx("502").level == log_level::error);
-    CHECK(nginx("429").level == log_level::warn);
-    CHECK(nginx("200").level == log_level::info);
-    CHECK(nginx("200").ts_ms == iso("2026-03-14T14:05:12Z"));
-
-    CHECK(parse("level=warn msg=\"slow\"").level == log_level::warn);
-    CHECK(parse("an INFORMATIONAL line").level == log_level::none);  // a level word must stand alone
-    // a broken JSON line is still a line
-    CHECK_FALSE(parse("{\"ts\": ").json);
-}
-
-TEST_CASE("continuation lines: stack frames and unstamped lines after a stamped entry") {
-    simdjson::ondemand::parser parser;
-    auto cont = [&](std::string_view line, bool previous_has_time) {
-        return is_continuation(line, parse_line(line, line.size(), parser), previous_has_time);
-    };
-    CHECK(cont("\tat com.shop.Net.read(Net.java:12)", false));
-    CHECK(cont("Caused by: java.io.IOException: reset", false));
-    CHECK(cont("Traceback (most recent call last):", false));
-    CHECK(cont("ValueError: shard 3 unavailable", true));
-    CHECK_FALSE(cont("ValueError: shard 3 unavailable", false));  // a log without stamps: every line is an entry
-    CHECK_FALSE(cont("2026-03-14T14:05:12Z next entry", true));
 }
 
 TEST_CASE("mask_message groups lines that differ only in numbers and ids") {
@@ -212,4 +160,80 @@ TEST_CASE("log_store: a root without logs/ reads its own *.log files, never answ
     REQUIRE(store.ensure_loaded({}).ok());
     REQUIRE(store.files().size() == 1);
     CHECK(store.files()[0]->service == "web");
+}
+
+TEST_CASE("log_store: real log files get levels, times and names an agent can write") {
+    incident_fixture::temp_root root("real");
+    // Apache's error log: [error] and [notice] in brackets, no zone
+    incident_fixture::write_file(root.path / "Apache_2k.log",
+                                 "[Sun Dec 04 04:47:44 2005] [notice] workerEnv.init() ok /etc/httpd/conf/workers2.properties\n"
+                                 "[Sun Dec 04 04:47:44 2005] [error] mod_jk child workerEnv in error state 6\n"
+                                 "[Sun Dec 04 04:51:08 2005] [notice] jk2_init() Found child 6725 in scoreboard slot 10\n");
+    // Windows CBS: "YYYY-MM-DD HH:MM:SS, Level": the comma is no fraction
+    incident_fixture::write_file(root.path / "Windows_2k.log",
+                                 "2016-09-28 04:30:30, Info                  CBS    Loaded Servicing Stack v6.1.7601.23505\n"
+                                 "2016-09-28 04:30:31, Error                 CSI    00000001 (F) CMIADAPTER: Inner Error\n");
+    // an unstamped ERROR line after a stamped one is an entry of its own
+    incident_fixture::write_file(root.path / "hdfs-datanode-3.log",
+                                 "081109 203615 148 INFO dfs.DataNode$PacketResponder: PacketResponder 1 terminating\n"
+                                 "ERROR: disk /data/3 failed\n"
+                                 "081109 203807 222 WARN dfs.DataNode$DataXceiver: writeBlock received exception\n");
+    // Android logcat letters
+    incident_fixture::write_file(root.path / "Android_2k.log",
+                                 "03-17 16:13:38.811  1702  2395 D WindowManager: printFreezingDisplayLogs\n"
+                                 "03-17 16:13:38.819  1702  8671 E PowerManagerService: release:lock=233570404\n");
+    log_store store(root.path, log_store_options{.year = 2017, .zone_minutes = std::nullopt});
+    REQUIRE(store.ensure_loaded({}).ok());
+    std::vector<std::string> names;
+    for (const auto& s : store.services()) names.push_back(s.name);
+    CHECK(names == std::vector<std::string>{"android", "apache", "hdfs-datanode-3", "windows"});
+    CHECK(store.find_file("Apache_2k") == store.find_file("apache"));  // the file's own stem finds it too
+
+    auto health = store.health(no_time, no_time, {});
+    REQUIRE(health.ok());
+    CHECK((*health)[std::size_t(store.find_service("apache"))].n_error == 1);
+    CHECK((*health)[std::size_t(store.find_service("windows"))].n_error == 1);
+    CHECK((*health)[std::size_t(store.find_service("android"))].n_error == 1);
+    const auto& h = (*health)[std::size_t(store.find_service("hdfs-datanode-3"))];
+    CHECK(h.n_error == 1);
+    CHECK(h.n_warn == 1);
+
+    const log_file* hdfs = store.find_file("hdfs-datanode-3");
+    REQUIRE(hdfs != nullptr);
+    REQUIRE(hdfs->entries.size() == 3);
+    CHECK(hdfs->entries[1].level == log_level::error);
+    CHECK(format_time(hdfs->entries[1].ts_ms) == "2008-11-09T20:36:15.000Z");  // the time of the entry above
+    const log_file* windows = store.find_file("windows");
+    REQUIRE(windows != nullptr);
+    CHECK(format_time(windows->entries[1].ts_ms) == "2016-09-28T04:30:31.000Z");
+    const log_file* android = store.find_file("android");
+    REQUIRE(android != nullptr);
+    CHECK(format_time(android->entries[1].ts_ms) == "2017-03-17T16:13:38.819Z");  // the year hint
+}
+
+TEST_CASE("log_store: a yearless file among files of many years takes its own modification time") {
+    incident_fixture::temp_root root("years");
+    incident_fixture::write_file(root.path / "apache.log", "[Sun Dec 04 04:47:44 2005] [error] boom\n");
+    incident_fixture::write_file(root.path / "hdfs.log", "081109 203615 148 INFO dfs.DataNode: ok\n");
+    incident_fixture::write_file(root.path / "linux.log", "Jun 14 15:16:01 combo sshd(pam_unix)[19939]: check pass; user unknown\n");
+    // last written in July 2019: June 14 is of 2019
+    struct timespec times[2] = {{1563000000, 0}, {1563000000, 0}};
+    REQUIRE(utimensat(AT_FDCWD, (root.path / "linux.log").c_str(), times, 0) == 0);
+    log_store store(root.path);
+    REQUIRE(store.ensure_loaded({}).ok());
+    const log_file* linux_log = store.find_file("linux");
+    REQUIRE(linux_log != nullptr);
+    CHECK(format_time(linux_log->entries[0].ts_ms) == "2019-06-14T15:16:01.000Z");
+    CHECK(linux_log->source == "sshd");  // every entry names it, so the file is that service
+    CHECK(linux_log->service == "sshd");
+}
+
+TEST_CASE("normalise_service_name: file names become names an agent can write") {
+    CHECK(normalise_service_name("Apache_2k") == "apache");
+    CHECK(normalise_service_name("hdfs-datanode-3") == "hdfs-datanode-3");
+    CHECK(normalise_service_name("OpenStack.nova_API") == "openstack-nova-api");
+    CHECK(normalise_service_name("2024_app") == "app");
+    CHECK(normalise_service_name("x") == "x-log");
+    CHECK(normalise_service_name("___") == "log");
+    CHECK(normalise_service_name("payments-db") == "payments-db");
 }

@@ -1,0 +1,344 @@
+// AVX2 kernels of the k-quants (q2_K, q3_K, q4_K, q5_K, q6_K) and of
+// iq4_xs, all against q8_K activations. Every function carries its own
+// target attribute so the file builds for plain x86-64; kernels.cpp only
+// calls in here after checking the CPU (default_isa). The AVX-VNNI, AVX-512
+// and AMX levels run these too.
+//
+// One tile driver (k_tile) serves every type: RM weight rows x RN tokens,
+// each weight block unpacked once per tile and each activation block loaded
+// once per row; a type says how one weight block meets the RN activation
+// blocks in integers. Quants become unsigned bytes for maddubs; where the
+// format's values are signed (q6_K's q - 32, q3_K's q - 4) the offset comes
+// off once per sub-block through the activations' bsums, and the mins of
+// q2_K / q4_K / q5_K the same way.
+#include <immintrin.h>
+
+#include <cstring>
+#include <type_traits>
+
+#include "inference/kernels/kernels_internal.h"
+#include "inference/gguf/quant.h"
+
+#define TACHYON_AVX2 __attribute__((target("avx2,fma,f16c")))
+// a type's block step, always inlined into the driver's loop so that its sums stay in registers
+#define TACHYON_AVX2_STEP __attribute__((target("avx2,fma,f16c"), always_inline)) inline
+#define TACHYON_TILE_TARGET TACHYON_AVX2
+#define TACHYON_TILE_VNNI 0
+#include "inference/kernels/kernels_q8_tile.h"
+
+namespace tachyon::detail {
+namespace {
+
+TACHYON_AVX2 inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+
+// Sixteen int16 sub-block factors of a 256-element block, as 16 bytes at p
+// (unsigned), both 128-bit lanes holding the 8 of one half: half h's factors
+// 8h..8h+7.
+TACHYON_AVX2 inline __m256i half_factors(const uint8_t* p, int h) {
+    return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * h))));
+}
+
+
+// The 8 sub-block scales of an iq4_xs block minus 32, as int16 in both
+// 128-bit lanes: scale b's low nibble is bits 4b..4b+3 of scales_l (as a
+// 32-bit word), its high 2 bits are bits 2b..2b+1 of scales_h.
+TACHYON_AVX2 inline __m256i iq4_xs_factors(const block_iq4_xs& b) {
+    uint32_t l;
+    std::memcpy(&l, b.scales_l, 4);
+    // nibble k of scales_h = the high bits of scales 2k and 2k + 1; spread
+    // the nibbles to bytes, then split each into its two 2-bit fields
+    const uint32_t h = b.scales_h;
+    const uint32_t hn = (h & 0xf) | ((h & 0xf0) << 4) | ((h & 0xf00) << 8) | ((h & 0xf000) << 12);
+    const __m128i low = _mm_unpacklo_epi8(_mm_cvtsi32_si128(static_cast<int>(l & 0x0f0f0f0f)),
+                                          _mm_cvtsi32_si128(static_cast<int>((l >> 4) & 0x0f0f0f0f)));
+    const __m128i high = _mm_unpacklo_epi8(_mm_cvtsi32_si128(static_cast<int>(hn & 0x03030303)),
+                                           _mm_cvtsi32_si128(static_cast<int>((hn >> 2) & 0x03030303)));
+    const __m128i scales = _mm_or_si128(low, _mm_slli_epi16(high, 4));  // bytes 0..7, 6 bits each
+    const __m128i centered = _mm_sub_epi16(_mm_cvtepu8_epi16(scales), _mm_set1_epi16(32));
+    return _mm256_broadcastsi128_si256(centered);
+}
+
+
+// The loop every k-quant tile shares. K names the weight block (K::block)
+// and adds one weight block's products with the RN tokens' blocks b:
+//   K::sums<RN>(wb, x, b, xsum, sumi, summ)
+// leaves in sumi[j] the integer dot of the block with token j (its offsets
+// undone) and, for a type with mins (K::has_mins), in summ[j] the mins'
+// integer sum against the activations, which the driver scales by d and dmin.
+// xsum holds the tokens' sums over each 32-element sub-block (from the
+// 16-element bsums) for the types whose mins are per 32 (K::sums_of_32).
+template <class K>
+struct k_tile {
+    static constexpr int rn = 4;
+
+    template <int RM, int RN>
+    TACHYON_AVX2 static void run(const gemm_args& a, int64_t r, int64_t t) {
+        using block = typename K::block;
+        const block* w[RM];
+        const block_q8_k* x[RN];
+        for (int i = 0; i < RM; ++i) w[i] = reinterpret_cast<const block*>(a.w + (r + i) * a.w_row_bytes);
+        for (int j = 0; j < RN; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
+        __m256 acc[RM][RN];
+#pragma GCC unroll 16
+        for (int i = 0; i < RM; ++i)
+#pragma GCC unroll 16
+            for (int j = 0; j < RN; ++j) acc[i][j] = _mm256_setzero_ps();
+        const int64_t nb = a.n_cols / qk_k;
+        const bool stream = t == 0 && a.n_tokens <= max_stream_tokens;  // decode: fetch the rows ahead
+        const int64_t ahead = prefetch_distance(a, kq_prefetch_bytes);
+        for (int64_t b = 0; b < nb; ++b) {
+            __m128i xsum[RN];
+            if constexpr (K::sums_of_32) {
+#pragma GCC unroll 16
+                for (int j = 0; j < RN; ++j) {
+                    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[j][b].bsums));
+                    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[j][b].bsums + 8));
+                    xsum[j] = _mm_hadd_epi16(lo, hi);
+                }
+            }
+#pragma GCC unroll 16
+            for (int i = 0; i < RM; ++i) {
+                const block& wb = w[i][b];
+                if (stream) prefetch_block_l2(&wb, ahead);
+                __m256i sumi[RN], summ[RN];
+                K::template sums<RN>(wb, x, b, xsum, sumi, summ);
+                const float d = half_to_float(wb.d);
+#pragma GCC unroll 16
+                for (int j = 0; j < RN; ++j)
+                    acc[i][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[j]), _mm256_set1_ps(d * x[j][b].d), acc[i][j]);
+                if constexpr (K::has_mins) {
+                    const float dmin = half_to_float(wb.dmin);
+#pragma GCC unroll 16
+                    for (int j = 0; j < RN; ++j)
+                        acc[i][j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(summ[j]), _mm256_set1_ps(dmin * x[j][b].d), acc[i][j]);
+                }
+            }
+        }
+        for (int i = 0; i < RM; ++i)
+            for (int j = 0; j < RN; ++j) a.y[(t + j) * a.ldy + r + i] = hsum(acc[i][j]);
+    }
+};
+
+template <int RN>
+using tokens = const block_q8_k* const (&)[RN];
+template <int RN>
+using lanes = __m256i (&)[RN];
+
+// q4_K and q5_K: eight sub-blocks of 32 with a 6-bit scale and min each; the
+// 4-bit values (q5_K: and a fifth bit from qh) are unsigned as they are.
+template <bool five_bits>
+struct q45_k_sums {
+    using block = std::conditional_t<five_bits, block_q5_k, block_q4_k>;
+    static constexpr bool has_mins = true;
+    static constexpr bool sums_of_32 = true;
+
+    template <int RN>
+    TACHYON_AVX2_STEP static void sums(const block& wb, tokens<RN> x, int64_t b, const __m128i (&xsum)[RN], lanes<RN> sumi,
+                                  lanes<RN> summ) {
+        alignas(16) uint8_t sm[16];
+        q4_k_unpack_scales(wb.scales, sm);
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 8)));
+        const __m256i factors = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm))));
+        __m256i qh = _mm256_setzero_si256();
+        if constexpr (five_bits) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qh));
+#pragma GCC unroll 16
+        for (int j = 0; j < RN; ++j) sumi[j] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+            __m256i lo, hi;
+            q45_k_quants<five_bits>(wb.qs, qh, c, lo, hi);
+            const __m256i s_lo = lane_factor(factors, 2 * c);
+            const __m256i s_hi = lane_factor(factors, 2 * c + 1);
+#pragma GCC unroll 16
+            for (int j = 0; j < RN; ++j) {
+                const int8_t* xq = x[j][b].qs + 64 * c;
+                // values up to 31: maddubs pairs stay within 2*31*128
+                const __m256i p_lo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)));
+                const __m256i p_hi = _mm256_maddubs_epi16(hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32)));
+                sumi[j] = _mm256_add_epi32(sumi[j], _mm256_add_epi32(_mm256_madd_epi16(p_lo, s_lo), _mm256_madd_epi16(p_hi, s_hi)));
+            }
+        }
+#pragma GCC unroll 16
+        for (int j = 0; j < RN; ++j) summ[j] = _mm256_zextsi128_si256(_mm_madd_epi16(mins, xsum[j]));
+    }
+};
+
+// q6_K: sixteen sub-blocks of 16 with a signed 8-bit scale; the quants are
+// stored as q + 32 (0..63, unsigned, as maddubs wants), and 32 * sum_s
+// scale_s * sum(x in s) comes off once.
+struct q6_k_sums {
+    using block = block_q6_k;
+    static constexpr bool has_mins = false;
+    static constexpr bool sums_of_32 = false;
+
+    template <int RN>
+    TACHYON_AVX2_STEP static void sums(const block& wb, tokens<RN> x, int64_t b, const __m128i (&)[RN], lanes<RN> sumi, lanes<RN>) {
+        const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
+#pragma GCC unroll 16
+        for (int j = 0; j < RN; ++j) {
+            const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j][b].bsums));
+            sumi[j] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(scales, bs), 5));
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+            // the half's 8 scales (signed) as int16 in both lanes
+            const __m256i factors = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scales + 8 * h))));
+            __m256i q[4];
+            q6_k_quants(wb, h, q);
+#pragma GCC unroll 4
+            for (int g = 0; g < 4; ++g) {
+                // Sub-blocks of 16: one scale per 128-bit lane.
+                const __m256i sv = pair_factor(factors, g);  // scales 8h + 2g and 8h + 2g + 1
+#pragma GCC unroll 16
+                for (int j = 0; j < RN; ++j) {
+                    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j][b].qs + 128 * h + 32 * g));
+                    sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(_mm256_maddubs_epi16(q[g], xv), sv));
+                }
+            }
+        }
+    }
+};
+
+// q3_K: sixteen sub-blocks of 16 with a 6-bit scale less 32; the values are
+// u - 4 with u = q2 + 4 * hbit (0..7, unsigned for maddubs): every sum
+// starts at -4 * sum_s scale_s * sum(x in s).
+struct q3_k_sums {
+    using block = block_q3_k;
+    static constexpr bool has_mins = false;
+    static constexpr bool sums_of_32 = false;
+
+    template <int RN>
+    TACHYON_AVX2_STEP static void sums(const block& wb, tokens<RN> x, int64_t b, const __m128i (&)[RN], lanes<RN> sumi, lanes<RN>) {
+        const __m256i low2 = _mm256_set1_epi8(0x03);
+        const __m128i sc = q3_k_scales_vector(wb.scales);
+        const __m256i scales = _mm256_sub_epi16(_mm256_cvtepu8_epi16(sc), _mm256_set1_epi16(32));
+#pragma GCC unroll 16
+        for (int j = 0; j < RN; ++j) {
+            const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j][b].bsums));
+            sumi[j] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(scales, bs), 2));
+        }
+        const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.hmask));
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+            const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * h));
+            // the half's 8 scales (less 32) in both lanes
+            const __m256i factors = _mm256_broadcastsi128_si256(h == 0 ? _mm256_castsi256_si128(scales) : _mm256_extracti128_si256(scales, 1));
+#pragma GCC unroll 4
+            for (int g = 0; g < 4; ++g) {
+                const __m256i q2 = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * g), low2);
+                const __m256i u = _mm256_or_si256(q2, bit_as_4(hm, 4 * h + g));
+                const __m256i sv = pair_factor(factors, g);
+#pragma GCC unroll 16
+                for (int j = 0; j < RN; ++j) {
+                    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j][b].qs + 128 * h + 32 * g));
+                    sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(_mm256_maddubs_epi16(u, xv), sv));
+                }
+            }
+        }
+    }
+};
+
+// q2_K: sixteen sub-blocks of 16, scale in the low nibble and min in the
+// high one of a byte each; 2-bit values, unsigned.
+struct q2_k_sums {
+    using block = block_q2_k;
+    static constexpr bool has_mins = true;
+    static constexpr bool sums_of_32 = false;
+
+    template <int RN>
+    TACHYON_AVX2_STEP static void sums(const block& wb, tokens<RN> x, int64_t b, const __m128i (&)[RN], lanes<RN> sumi, lanes<RN> summ) {
+        const __m256i low2 = _mm256_set1_epi8(0x03);
+        const __m128i low4 = _mm_set1_epi8(0x0f);
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales));
+        alignas(16) uint8_t sc[16];
+        _mm_store_si128(reinterpret_cast<__m128i*>(sc), _mm_and_si128(packed, low4));
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), low4));
+#pragma GCC unroll 16
+        for (int j = 0; j < RN; ++j) {
+            sumi[j] = _mm256_setzero_si256();
+            summ[j] = _mm256_madd_epi16(mins, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j][b].bsums)));
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+            const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * h));
+            const __m256i factors = half_factors(sc, h);
+#pragma GCC unroll 4
+            for (int g = 0; g < 4; ++g) {
+                const __m256i q = _mm256_and_si256(_mm256_srli_epi16(raw, 2 * g), low2);
+                const __m256i sv = pair_factor(factors, g);
+#pragma GCC unroll 16
+                for (int j = 0; j < RN; ++j) {
+                    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j][b].qs + 128 * h + 32 * g));
+                    sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(_mm256_maddubs_epi16(q, xv), sv));
+                }
+            }
+        }
+    }
+};
+
+// iq4_xs: eight sub-blocks of 32 with a 6-bit scale less 32; the 4-bit
+// codes index iq4_nl's signed levels.
+struct iq4_xs_sums {
+    using block = block_iq4_xs;
+    static constexpr bool has_mins = false;
+    static constexpr bool sums_of_32 = false;
+
+    template <int RN>
+    TACHYON_AVX2_STEP static void sums(const block& wb, tokens<RN> x, int64_t b, const __m128i (&)[RN], lanes<RN> sumi, lanes<RN>) {
+        const __m256i low4 = _mm256_set1_epi8(0x0f);
+        const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values)));
+        const __m256i factors = iq4_xs_factors(wb);
+#pragma GCC unroll 16
+        for (int j = 0; j < RN; ++j) sumi[j] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+            // Sub-blocks 2k and 2k + 1 in the two lanes of one load:
+            // low nibbles are elements 0..15, high nibbles 16..31.
+            const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * k));
+            const __m256i lo = _mm256_and_si256(raw, low4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+            const __m256i v[2] = {_mm256_shuffle_epi8(table, _mm256_permute2x128_si256(lo, hi, 0x20)),
+                                  _mm256_shuffle_epi8(table, _mm256_permute2x128_si256(lo, hi, 0x31))};
+            const __m256i av[2] = {_mm256_sign_epi8(v[0], v[0]), _mm256_sign_epi8(v[1], v[1])};
+            const __m256i sv[2] = {lane_factor(factors, 2 * k), lane_factor(factors, 2 * k + 1)};
+#pragma GCC unroll 2
+            for (int s = 0; s < 2; ++s) {
+#pragma GCC unroll 16
+                for (int j = 0; j < RN; ++j) {
+                    // signed levels: |v| against x with v's sign, pairs below 2*127*127
+                    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j][b].qs + 64 * k + 32 * s));
+                    const __m256i pr = _mm256_maddubs_epi16(av[s], _mm256_sign_epi8(xv, v[s]));
+                    sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(pr, sv[s]));
+                }
+            }
+        }
+    }
+};
+
+}  // namespace
+
+const type_kernels* avx2_kquant_kernels(tensor_type weight, quantize_fn quantize_q8_k) {
+    using q4_k_tile = k_tile<q45_k_sums<false>>;
+    using q5_k_tile = k_tile<q45_k_sums<true>>;
+    using q6_k_tile = k_tile<q6_k_sums>;
+    using q3_k_tile = k_tile<q3_k_sums>;
+    using q2_k_tile = k_tile<q2_k_sums>;
+    using iq4_xs_tile = k_tile<iq4_xs_sums>;
+    static const type_kernels q4_k{gemm<q4_k_tile>, dot<q4_k_tile>, quantize_q8_k};
+    static const type_kernels q5_k{gemm<q5_k_tile>, dot<q5_k_tile>, quantize_q8_k};
+    static const type_kernels q6_k{gemm<q6_k_tile>, dot<q6_k_tile>, quantize_q8_k};
+    static const type_kernels q3_k{gemm<q3_k_tile>, dot<q3_k_tile>, quantize_q8_k};
+    static const type_kernels q2_k{gemm<q2_k_tile>, dot<q2_k_tile>, quantize_q8_k};
+    static const type_kernels iq4_xs{gemm<iq4_xs_tile>, dot<iq4_xs_tile>, quantize_q8_k};
+    switch (weight) {
+        case tensor_type::q4_k: return &q4_k;
+        case tensor_type::q5_k: return &q5_k;
+        case tensor_type::q6_k: return &q6_k;
+        case tensor_type::q3_k: return &q3_k;
+        case tensor_type::q2_k: return &q2_k;
+        case tensor_type::iq4_xs: return &iq4_xs;
+        default: return nullptr;
+    }
+}
+
+}  // namespace tachyon::detail

@@ -1,0 +1,444 @@
+// AVX-512 kernels of the k-quants (q2_K, q3_K, q4_K, q5_K, q6_K) against
+// q8_K activations, where AVX-512 VNNI's dpwssd scales int16 pairs and adds
+// them in one step. Every function carries its own target attribute so the
+// file builds for plain x86-64; kernels.cpp only calls in here after
+// checking the CPU (default_isa). The AMX level runs these too.
+
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge
+// operand, which -Wuninitialized reports once inlined (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "inference/kernels/kernels_internal.h"
+#include "inference/gguf/quant.h"
+
+#define TACHYON_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2,fma,f16c,avxvnni")))
+#define TACHYON_TILE_TARGET TACHYON_AVX512
+#define TACHYON_TILE_VNNI 1
+#define TACHYON_TILE_MASKS 1
+#include "inference/kernels/kernels_q8_tile.h"
+
+namespace tachyon::detail {
+namespace {
+
+// ---- k-quant prompts: two tokens per 512-bit register -----------------------
+//
+// The AVX2 k-quant tile (kernels_avx2_kquants.cpp) spends, per 32 quants
+// and token, a maddubs, a madd by the sub-block's scale and an add. Here a
+// zmm holds the same 32 quants twice, against two tokens' activations (one
+// per 256-bit half), and dpwssd scales and adds in one step: per 32 quants
+// and two tokens a maddubs and a dpwssd, where AVX2 takes six operations.
+// The tokens' activations are laid out in pairs once per block, into a
+// buffer in L1 that the tile's four rows read back with single loads:
+// 32-byte group k of the block as bytes 64k.. (token 2p) and 64k + 32..
+// (token 2p + 1). A type says how one weight block meets the pairs:
+//   K::sums<NP>(wb, xp, x, b, sumi, summ)
+// leaves in sumi[p] its integer dot with the pair's tokens (token 2p in the
+// lower half, offsets undone) and, for a type with mins (K::has_mins), in
+// summ[p] the mins' sums against the activations.
+template <int NP>
+using k_pairs = const int8_t (&)[NP][2 * qk_k];
+template <int NP>
+using k_pair_tokens = const block_q8_k* const (&)[2 * NP];
+
+// Two 256-bit halves as one zmm, a the lower.
+TACHYON_AVX512 inline __m512i halves_of(__m256i a, __m256i b) { return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1); }
+
+template <class K>
+struct k_tile512 {
+    using block = typename K::block;
+    static constexpr int rn = 8;
+
+    template <int RM, int RN>
+    TACHYON_AVX512 static void run(const gemm_args& a, int64_t r, int64_t t) {
+        constexpr int np = (RN + 1) / 2;  // token pairs; an odd last token pairs with itself
+        const block* w[RM];
+        const block_q8_k* x[2 * np];
+        for (int i = 0; i < RM; ++i) w[i] = reinterpret_cast<const block*>(a.w + (r + i) * a.w_row_bytes);
+        for (int j = 0; j < 2 * np; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + std::min(j, RN - 1)) * a.x_row_bytes);
+        __m512 acc[RM][np];
+#pragma GCC unroll 16
+        for (int i = 0; i < RM; ++i)
+#pragma GCC unroll 16
+            for (int p = 0; p < np; ++p) acc[i][p] = _mm512_setzero_ps();
+        const int64_t nb = a.n_cols / qk_k;
+        const bool stream = t == 0 && a.n_tokens <= max_stream_tokens;  // batched decode: fetch the rows ahead
+        const int64_t ahead = prefetch_distance(a, kq_prefetch_bytes);
+        alignas(64) int8_t xp[np][2 * qk_k];
+        for (int64_t b = 0; b < nb; ++b) {
+            __m512 dx[np];
+#pragma GCC unroll 4
+            for (int p = 0; p < np; ++p) {
+                const block_q8_k& x0 = x[2 * p][b];
+                const block_q8_k& x1 = x[2 * p + 1][b];
+                for (int k = 0; k < qk_k / 32; ++k) {
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(xp[p] + 64 * k), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x0.qs + 32 * k)));
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(xp[p] + 64 * k + 32), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x1.qs + 32 * k)));
+                }
+                dx[p] = _mm512_insertf32x8(_mm512_set1_ps(x0.d), _mm256_set1_ps(x1.d), 1);
+            }
+#pragma GCC unroll 16
+            for (int i = 0; i < RM; ++i) {
+                const block& wb = w[i][b];
+                if (stream) prefetch_block_l2(&wb, ahead);
+                __m512i sumi[np];
+                __m512 summ[np];
+                K::template sums<np>(wb, xp, x, b, sumi, summ);
+                const __m512 d = _mm512_set1_ps(_cvtsh_ss(wb.d));
+#pragma GCC unroll 4
+                for (int p = 0; p < np; ++p) acc[i][p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[p]), _mm512_mul_ps(d, dx[p]), acc[i][p]);
+                if constexpr (K::has_mins) {
+                    const __m512 dmin = _mm512_set1_ps(_cvtsh_ss(wb.dmin));
+#pragma GCC unroll 4
+                    for (int p = 0; p < np; ++p) acc[i][p] = _mm512_fnmadd_ps(summ[p], _mm512_mul_ps(dmin, dx[p]), acc[i][p]);
+                }
+            }
+        }
+#pragma GCC unroll 16
+        for (int i = 0; i < RM; ++i)
+#pragma GCC unroll 4
+            for (int p = 0; p < np; ++p) {
+                a.y[(t + 2 * p) * a.ldy + r + i] = hsum(_mm512_castps512_ps256(acc[i][p]));
+                if (2 * p + 1 < RN) a.y[(t + 2 * p + 1) * a.ldy + r + i] = hsum(_mm512_extractf32x8_ps(acc[i][p], 1));
+            }
+    }
+};
+
+// q4_K and q5_K: eight sub-blocks of 32 with a 6-bit scale and min each.
+template <bool five_bits>
+struct q45_k_sums512 {
+    using block = std::conditional_t<five_bits, block_q5_k, block_q4_k>;
+    static constexpr bool has_mins = true;
+
+    template <int NP>
+    TACHYON_AVX512 static void sums(const block& wb, k_pairs<NP> xp, k_pair_tokens<NP> x, int64_t b, __m512i (&sumi)[NP], __m512 (&summ)[NP]) {
+        alignas(16) uint8_t sm[16];
+        q4_k_unpack_scales(wb.scales, sm);
+        const __m256i mins = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 8))));
+        __m256i qh = _mm256_setzero_si256();
+        if constexpr (five_bits) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qh));
+#pragma GCC unroll 4
+        for (int p = 0; p < NP; ++p) sumi[p] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+            __m256i lo, hi;
+            q45_k_quants<five_bits>(wb.qs, qh, c, lo, hi);
+            const __m512i lo2 = _mm512_broadcast_i64x4(lo), hi2 = _mm512_broadcast_i64x4(hi);
+            const __m512i s_lo = _mm512_set1_epi16(sm[2 * c]), s_hi = _mm512_set1_epi16(sm[2 * c + 1]);
+#pragma GCC unroll 4
+            for (int p = 0; p < NP; ++p) {
+                // values up to 31: maddubs pairs stay within 2*31*128
+                sumi[p] = _mm512_dpwssd_epi32(sumi[p], _mm512_maddubs_epi16(lo2, _mm512_load_si512(xp[p] + 128 * c)), s_lo);
+                sumi[p] = _mm512_dpwssd_epi32(sumi[p], _mm512_maddubs_epi16(hi2, _mm512_load_si512(xp[p] + 128 * c + 64)), s_hi);
+            }
+        }
+        const auto sums32 = [](const block_q8_k& xb) TACHYON_AVX512 {
+            return _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums)), _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums + 8)));
+        };
+#pragma GCC unroll 4
+        for (int p = 0; p < NP; ++p) {
+            // 4 int32 per token (lanes 0-3 and 4-7), moved to lanes 0-3 and 8-11
+            const __m256i m = _mm256_madd_epi16(mins, _mm256_set_m128i(sums32(x[2 * p + 1][b]), sums32(x[2 * p][b])));
+            summ[p] = _mm512_maskz_permutexvar_ps(0x0f0f, _mm512_set_epi32(0, 0, 0, 0, 7, 6, 5, 4, 0, 0, 0, 0, 3, 2, 1, 0),
+                                                  _mm512_cvtepi32_ps(_mm512_zextsi256_si512(m)));
+        }
+    }
+};
+
+// q6_K: sixteen sub-blocks of 16 with a signed 8-bit scale; quants stored
+// as q + 32 (unsigned), and 32 * sum_s scale_s * sum(x in s) comes off first.
+struct q6_k_sums512 {
+    using block = block_q6_k;
+    static constexpr bool has_mins = false;
+
+    template <int NP>
+    TACHYON_AVX512 static void sums(const block& wb, k_pairs<NP> xp, k_pair_tokens<NP> x, int64_t b, __m512i (&sumi)[NP], __m512 (&)[NP]) {
+        const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales)));
+#pragma GCC unroll 4
+        for (int p = 0; p < NP; ++p) {
+            const auto offset = [&](const block_q8_k& xb) TACHYON_AVX512 {
+                return _mm256_slli_epi32(_mm256_madd_epi16(scales, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.bsums))), 5);
+            };
+            sumi[p] = _mm512_sub_epi32(_mm512_setzero_si512(), halves_of(offset(x[2 * p][b]), offset(x[2 * p + 1][b])));
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+            const __m256i factors = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(wb.scales + 8 * h))));
+            __m256i q[4];
+            q6_k_quants(wb, h, q);
+#pragma GCC unroll 4
+            for (int g = 0; g < 4; ++g) {
+                // sub-blocks of 16: one scale per 128-bit lane, both tokens alike
+                const __m512i sv = _mm512_broadcast_i64x4(pair_factor(factors, g));
+                const __m512i qv = _mm512_broadcast_i64x4(q[g]);
+#pragma GCC unroll 4
+                for (int p = 0; p < NP; ++p)
+                    sumi[p] = _mm512_dpwssd_epi32(sumi[p], _mm512_maddubs_epi16(qv, _mm512_load_si512(xp[p] + 64 * (4 * h + g))), sv);
+            }
+        }
+    }
+};
+
+// q3_K: sixteen sub-blocks of 16 with a 6-bit scale less 32; values u - 4
+// with u = q2 + 4 * hbit (0..7, unsigned), 4 * sum_s scale_s * sum(x in s) off first.
+struct q3_k_sums512 {
+    using block = block_q3_k;
+    static constexpr bool has_mins = false;
+
+    template <int NP>
+    TACHYON_AVX512 static void sums(const block& wb, k_pairs<NP> xp, k_pair_tokens<NP> x, int64_t b, __m512i (&sumi)[NP], __m512 (&)[NP]) {
+        const __m256i low2 = _mm256_set1_epi8(0x03);
+        const __m256i scales = _mm256_sub_epi16(_mm256_cvtepu8_epi16(q3_k_scales_vector(wb.scales)), _mm256_set1_epi16(32));
+#pragma GCC unroll 4
+        for (int p = 0; p < NP; ++p) {
+            const auto offset = [&](const block_q8_k& xb) TACHYON_AVX512 {
+                return _mm256_slli_epi32(_mm256_madd_epi16(scales, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.bsums))), 2);
+            };
+            sumi[p] = _mm512_sub_epi32(_mm512_setzero_si512(), halves_of(offset(x[2 * p][b]), offset(x[2 * p + 1][b])));
+        }
+        const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.hmask));
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+            const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * h));
+            const __m256i factors = _mm256_broadcastsi128_si256(h == 0 ? _mm256_castsi256_si128(scales) : _mm256_extracti128_si256(scales, 1));
+#pragma GCC unroll 4
+            for (int g = 0; g < 4; ++g) {
+                const __m256i u = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(raw, 2 * g), low2), bit_as_4(hm, 4 * h + g));
+                const __m512i sv = _mm512_broadcast_i64x4(pair_factor(factors, g));
+                const __m512i uv = _mm512_broadcast_i64x4(u);
+#pragma GCC unroll 4
+                for (int p = 0; p < NP; ++p)
+                    sumi[p] = _mm512_dpwssd_epi32(sumi[p], _mm512_maddubs_epi16(uv, _mm512_load_si512(xp[p] + 64 * (4 * h + g))), sv);
+            }
+        }
+    }
+};
+
+// q2_K: sixteen sub-blocks of 16, scale in the low nibble and min in the
+// high one of a byte each; 2-bit values, unsigned.
+struct q2_k_sums512 {
+    using block = block_q2_k;
+    static constexpr bool has_mins = true;
+
+    template <int NP>
+    TACHYON_AVX512 static void sums(const block& wb, k_pairs<NP> xp, k_pair_tokens<NP> x, int64_t b, __m512i (&sumi)[NP], __m512 (&summ)[NP]) {
+        const __m256i low2 = _mm256_set1_epi8(0x03);
+        const __m128i low4 = _mm_set1_epi8(0x0f);
+        const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales));
+        const __m256i sc = _mm256_cvtepu8_epi16(_mm_and_si128(packed, low4));
+        const __m256i mins = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), low4));
+#pragma GCC unroll 4
+        for (int p = 0; p < NP; ++p) {
+            sumi[p] = _mm512_setzero_si512();
+            const auto m = [&](const block_q8_k& xb) TACHYON_AVX512 {
+                return _mm256_madd_epi16(mins, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.bsums)));
+            };
+            summ[p] = _mm512_cvtepi32_ps(halves_of(m(x[2 * p][b]), m(x[2 * p + 1][b])));
+        }
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+            const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qs + 32 * h));
+            const __m256i factors = _mm256_broadcastsi128_si256(h == 0 ? _mm256_castsi256_si128(sc) : _mm256_extracti128_si256(sc, 1));
+#pragma GCC unroll 4
+            for (int g = 0; g < 4; ++g) {
+                const __m512i qv = _mm512_broadcast_i64x4(_mm256_and_si256(_mm256_srli_epi16(raw, 2 * g), low2));
+                const __m512i sv = _mm512_broadcast_i64x4(pair_factor(factors, g));
+#pragma GCC unroll 4
+                for (int p = 0; p < NP; ++p)
+                    sumi[p] = _mm512_dpwssd_epi32(sumi[p], _mm512_maddubs_epi16(qv, _mm512_load_si512(xp[p] + 64 * (4 * h + g))), sv);
+            }
+        }
+    }
+};
+
+// ---- k-quant decode: two rows per 512-bit register -------------------------
+//
+// One token against q4_K / q5_K / q6_K rows: rows i and i + 1 share a zmm
+// (one per 256-bit half) against the token's activations in both halves,
+// so a maddubs and a dpwssd serve 32 quants of two rows, where the AVX2
+// tile takes a maddubs, a madd and an add per row. A type says how a pair
+// of weight blocks meets the token: K::rows(w0, w1, xb, sumi, summ), sums
+// of row 0 in the lower half.
+template <class K>
+struct k_rows512 {
+    using block = typename K::block;
+    static constexpr int rn = 1;
+
+    template <int RM, int RN>
+    TACHYON_AVX512 static void run(const gemm_args& a, int64_t r, int64_t t) {
+        static_assert(RN == 1);
+        constexpr int np = (RM + 1) / 2;  // row pairs; an odd last row pairs with itself
+        const block* w[2 * np];
+        for (int i = 0; i < 2 * np; ++i) w[i] = reinterpret_cast<const block*>(a.w + (r + std::min(i, RM - 1)) * a.w_row_bytes);
+        const auto* x = reinterpret_cast<const block_q8_k*>(a.x + t * a.x_row_bytes);
+        __m512 acc[np];
+#pragma GCC unroll 4
+        for (int p = 0; p < np; ++p) acc[p] = _mm512_setzero_ps();
+        const int64_t nb = a.n_cols / qk_k;
+        const int64_t ahead = prefetch_distance(a, kq_prefetch_bytes);
+        for (int64_t b = 0; b < nb; ++b) {
+            const __m512 dx = _mm512_set1_ps(x[b].d);
+#pragma GCC unroll 4
+            for (int p = 0; p < np; ++p) {
+                const block& w0 = w[2 * p][b];
+                const block& w1 = w[2 * p + 1][b];
+                prefetch_block_l2(&w0, ahead);
+                if (2 * p + 1 < RM) prefetch_block_l2(&w1, ahead);
+                __m512i sumi;
+                __m512 summ;
+                K::rows(w0, w1, x[b], sumi, summ);
+                const __m512 d = _mm512_insertf32x8(_mm512_set1_ps(_cvtsh_ss(w0.d)), _mm256_set1_ps(_cvtsh_ss(w1.d)), 1);
+                acc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(d, dx), acc[p]);
+                if constexpr (K::has_mins) {
+                    const __m512 dmin = _mm512_insertf32x8(_mm512_set1_ps(_cvtsh_ss(w0.dmin)), _mm256_set1_ps(_cvtsh_ss(w1.dmin)), 1);
+                    acc[p] = _mm512_fnmadd_ps(summ, _mm512_mul_ps(dmin, dx), acc[p]);
+                }
+            }
+        }
+#pragma GCC unroll 4
+        for (int p = 0; p < np; ++p) {
+            a.y[t * a.ldy + r + 2 * p] = hsum(_mm512_castps512_ps256(acc[p]));
+            if (2 * p + 1 < RM) a.y[t * a.ldy + r + 2 * p + 1] = hsum(_mm512_extractf32x8_ps(acc[p], 1));
+        }
+    }
+};
+
+// Factor k (0..7) of the eight int16 factors in every 128-bit lane, in
+// every int16 lane (lane_factor on 512 bits).
+TACHYON_AVX512 inline __m512i lane_factor512(__m512i factors, int k) {
+    const char lo = static_cast<char>(2 * k), hi = static_cast<char>(2 * k + 1);
+    return _mm512_shuffle_epi8(factors, _mm512_broadcast_i32x4(_mm_setr_epi8(lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi)));
+}
+
+// Bytes 0..7 of two rows' factor bytes as int16, row 0's in both 128-bit
+// lanes of the lower half, row 1's in the upper.
+TACHYON_AVX512 inline __m512i row_pair_factors(__m128i row0, __m128i row1) {
+    return halves_of(_mm256_broadcastsi128_si256(row0), _mm256_broadcastsi128_si256(row1));
+}
+
+template <bool five_bits>
+struct q45_k_rows512 {
+    using block = std::conditional_t<five_bits, block_q5_k, block_q4_k>;
+    static constexpr bool has_mins = true;
+
+    TACHYON_AVX512 static void rows(const block& w0, const block& w1, const block_q8_k& xb, __m512i& sumi, __m512& summ) {
+        const __m512i low4 = _mm512_set1_epi8(0x0f);
+        alignas(16) uint8_t sm0[16], sm1[16];
+        q4_k_unpack_scales(w0.scales, sm0);
+        q4_k_unpack_scales(w1.scales, sm1);
+        const auto widen = [](const uint8_t* p) TACHYON_AVX512 { return _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); };
+        const __m512i factors = row_pair_factors(widen(sm0), widen(sm1));
+        __m512i qh;
+        if constexpr (five_bits) qh = halves_of(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0.qh)), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1.qh)));
+        sumi = _mm512_setzero_si512();
+#pragma GCC unroll 4
+        for (int c = 0; c < 4; ++c) {
+            const __m512i raw = halves_of(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0.qs + 32 * c)),
+                                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1.qs + 32 * c)));
+            __m512i lo = _mm512_and_si512(raw, low4);
+            __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+            if constexpr (five_bits) {
+                const __m512i one = _mm512_set1_epi8(1);
+                lo = _mm512_or_si512(lo, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 2 * c), one), 4));
+                hi = _mm512_or_si512(hi, _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 2 * c + 1), one), 4));
+            }
+            const __m512i x_lo = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs + 64 * c)));
+            const __m512i x_hi = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs + 64 * c + 32)));
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(lo, x_lo), lane_factor512(factors, 2 * c));
+            sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(hi, x_hi), lane_factor512(factors, 2 * c + 1));
+        }
+        // the mins against the sub-block sums of 32: 4 int32 per row, at lanes 0-3 and 8-11
+        const __m128i xsum = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums)),
+                                            _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums + 8)));
+        const __m128i m0 = _mm_madd_epi16(widen(sm0 + 8), xsum), m1 = _mm_madd_epi16(widen(sm1 + 8), xsum);
+        summ = _mm512_cvtepi32_ps(_mm512_inserti32x4(_mm512_zextsi128_si512(m0), m1, 2));
+    }
+};
+
+struct q6_k_rows512 {
+    using block = block_q6_k;
+    static constexpr bool has_mins = false;
+    TACHYON_AVX512 static void rows(const block& w0, const block& w1, const block_q8_k& xb, __m512i& sumi, __m512&) {
+        const __m512i low4 = _mm512_set1_epi8(0x0f);
+        const __m512i low2 = _mm512_set1_epi8(0x03);
+        const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.bsums));
+        const auto offset = [&](const block& wb) TACHYON_AVX512 {
+            return _mm256_slli_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wb.scales))), bs), 5);
+        };
+        sumi = _mm512_sub_epi32(_mm512_setzero_si512(), halves_of(offset(w0), offset(w1)));
+        const auto both = [&](const uint8_t* p0, const uint8_t* p1) TACHYON_AVX512 {
+            return halves_of(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p0)), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p1)));
+        };
+        const auto widen = [](const int8_t* p) TACHYON_AVX512 { return _mm_cvtepi8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); };
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+            const __m512i ql0 = both(w0.ql + 64 * h, w1.ql + 64 * h);
+            const __m512i ql1 = both(w0.ql + 64 * h + 32, w1.ql + 64 * h + 32);
+            const __m512i qh = both(w0.qh + 32 * h, w1.qh + 32 * h);
+            const __m512i factors = row_pair_factors(widen(w0.scales + 8 * h), widen(w1.scales + 8 * h));
+            __m512i q[4];
+            q[0] = _mm512_or_si512(_mm512_and_si512(ql0, low4), _mm512_slli_epi16(_mm512_and_si512(qh, low2), 4));
+            q[1] = _mm512_or_si512(_mm512_and_si512(ql1, low4), _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 2), low2), 4));
+            q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql0, 4), low4),
+                                   _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 4), low2), 4));
+            q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql1, 4), low4),
+                                   _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, 6), low2), 4));
+#pragma GCC unroll 4
+            for (int g = 0; g < 4; ++g) {
+                // sub-blocks 2g (lower 128-bit lane of each half) and 2g + 1 (upper)
+                const char lo = static_cast<char>(4 * g), hi = static_cast<char>(4 * g + 2);
+                const __m512i pick = _mm512_broadcast_i64x4(_mm256_setr_epi8(lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1, lo, lo + 1,
+                                                                             hi, hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1, hi, hi + 1));
+                const __m512i xv = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs + 128 * h + 32 * g)));
+                sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(q[g], xv), _mm512_shuffle_epi8(factors, pick));
+            }
+        }
+    }
+};
+
+// Prompts (4 tokens and more) take k_tile512; decode keeps the AVX2 tile,
+// whose rows stream from memory at the same rate.
+template <class K, tensor_type T>
+void gemm_k512(const gemm_args& a, int64_t r0, int64_t r1) {
+    if (a.n_tokens < 4) return avx2_kernels(T)->gemm(a, r0, r1);
+    gemm<k_tile512<K>>(a, r0, r1);
+}
+
+// One token against q4_K / q5_K / q6_K takes k_rows512 (measured on Zen 5,
+// `tachyon bench matmul --tokens 1 -t 1`, against the AVX2 tile: 2 MiB of
+// weights in cache q4_K 1.3x, q5_K 1.5x, q6_K 1.5x; 256 MiB from DRAM q5_K
+// 1.5x, q6_K 1.1x, q4_K the same, about 21 GB/s either way).
+template <class K, class R, tensor_type T>
+void gemm_k512_rows(const gemm_args& a, int64_t r0, int64_t r1) {
+    if (a.n_tokens == 1) return gemm<k_rows512<R>>(a, r0, r1);
+    gemm_k512<K, T>(a, r0, r1);
+}
+
+}  // namespace
+
+const type_kernels* avx512_kquant_kernels(tensor_type weight) {
+    // Decode of q2_K / q3_K and of 2-3 tokens, and the activations, as under AVX2.
+    const auto k512 = [](tensor_type t, auto gemm_fn) {
+        return type_kernels{gemm_fn, avx2_kernels(t)->dot, avx2_kernels(t)->quantize};
+    };
+    static const type_kernels q4_k = k512(tensor_type::q4_k, gemm_k512_rows<q45_k_sums512<false>, q45_k_rows512<false>, tensor_type::q4_k>);
+    static const type_kernels q5_k = k512(tensor_type::q5_k, gemm_k512_rows<q45_k_sums512<true>, q45_k_rows512<true>, tensor_type::q5_k>);
+    static const type_kernels q6_k = k512(tensor_type::q6_k, gemm_k512_rows<q6_k_sums512, q6_k_rows512, tensor_type::q6_k>);
+    static const type_kernels q3_k = k512(tensor_type::q3_k, gemm_k512<q3_k_sums512, tensor_type::q3_k>);
+    static const type_kernels q2_k = k512(tensor_type::q2_k, gemm_k512<q2_k_sums512, tensor_type::q2_k>);
+    switch (weight) {
+        case tensor_type::q4_k: return &q4_k;
+        case tensor_type::q5_k: return &q5_k;
+        case tensor_type::q6_k: return &q6_k;
+        case tensor_type::q3_k: return &q3_k;
+        case tensor_type::q2_k: return &q2_k;
+        default: return nullptr;
+    }
+}
+
+}  // namespace tachyon::detail

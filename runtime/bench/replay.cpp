@@ -1,0 +1,152 @@
+#include "runtime/bench/replay.h"
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+
+#include "runtime/journal/journal.h"
+
+namespace tachyon {
+namespace {
+
+// The seed of ".../incident-<seed>", or nullopt.
+std::optional<uint64_t> replay_seed_of(const std::string& incident_dir) {
+    const std::string name = std::filesystem::path(incident_dir).filename().string();
+    const std::string prefix = "incident-";
+    if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size()) return std::nullopt;
+    uint64_t seed = 0;
+    auto r = std::from_chars(name.data() + prefix.size(), name.data() + name.size(), seed);
+    if (r.ec != std::errc() || r.ptr != name.data() + name.size()) return std::nullopt;
+    return seed;
+}
+
+// `text` around byte `at`, for messages.
+std::string replay_excerpt(const std::string& text, size_t at) {
+    const size_t from = at > 20 ? at - 20 : 0;
+    std::string s = text.substr(from, 48);
+    for (char& c : s)
+        if (c == '\n') c = ' ';
+    return "\"" + s + "\"";
+}
+
+}  // namespace
+
+result<std::map<uint64_t, replay_transcript>> load_transcripts(const std::filesystem::path& dir) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec))
+        return make_error(errc::not_found, "--replay " + dir.string() + ": not a directory (expected the journals of tachyon eval --journal-dir)");
+    auto paths = journal::list_journals(dir);
+    if (!paths) return paths.err();
+    std::map<uint64_t, replay_transcript> out;
+    for (const auto& path : *paths) {  // sorted by run id: a later run of a seed replaces an earlier one it can replay
+        auto log = journal::read_journal(path);
+        if (!log) return log.err();
+        const journal::run_start_event* start = log->start();
+        if (!start) continue;
+        auto dir_input = start->inputs.find("incident_dir");
+        if (dir_input == start->inputs.end()) continue;
+        auto seed = replay_seed_of(dir_input->second);
+        if (!seed) continue;
+        replay_transcript t;
+        t.seed = *seed;
+        t.path = path;
+        auto turns = std::make_shared<std::map<int, std::vector<int32_t>>>();
+        for (const auto& e : log->events) {
+            const auto* turn = std::get_if<journal::model_turn_event>(&e.body);
+            if (!turn) continue;
+            if (turn->tokens.empty() && turn->generated_tokens > 0 && t.error.empty())
+                t.error = path.string() + ": turn " + std::to_string(turn->step) +
+                          " has no token ids (a remote model's run, or a journal of an older tachyon): record it again with a local model";
+            (*turns)[static_cast<int>(turn->step)] = turn->tokens;
+            t.texts[static_cast<int>(turn->step)] = turn->text;
+        }
+        t.turns = std::move(turns);
+        t.steps = static_cast<int>(t.texts.size());
+        t.state = log->state();
+        if (!log->end() && t.error.empty()) t.error = path.string() + ": the run did not end (interrupted): its replay has nothing to match";
+        if (const journal::final_event* f = log->final_answer(); f && f->answer_json != "null") t.answer = f->answer_json;
+        auto& slot = out[*seed];
+        if (slot.path.empty() || !slot.error.empty() || t.error.empty()) slot = std::move(t);
+    }
+    return out;
+}
+
+status check_vocabulary(const replay_transcript& t, model_host& host) {
+    const int n_vocab = host.eng().get_model().hparams().n_vocab;
+    const auto& eot = host.end_of_turn();
+    for (const auto& [step, tokens] : *t.turns) {
+        std::vector<token_id> text_tokens;
+        for (size_t i = 0; i < tokens.size(); ++i) {
+            const int32_t id = tokens[i];
+            if (id < 0 || id >= n_vocab)
+                return make_error(errc::invalid_argument, "seed " + std::to_string(t.seed) + " (" + t.path.string() + ") turn " +
+                                                              std::to_string(step) + " position " + std::to_string(i) + ": token " +
+                                                              std::to_string(id) + " is outside the model's vocabulary of " +
+                                                              std::to_string(n_vocab) +
+                                                              " (make the model with the recording's tokenizer: tachyon bench synth-model --vocab-from)");
+            if (std::find(eot.begin(), eot.end(), id) == eot.end()) text_tokens.push_back(id);
+        }
+        const std::string read = host.tok().decode(text_tokens, {.render_special = true, .strip_leading_space = false});
+        const std::string& recorded = t.texts.at(step);
+        if (read != recorded) {
+            size_t at = 0;
+            while (at < read.size() && at < recorded.size() && read[at] == recorded[at]) ++at;
+            return make_error(errc::invalid_argument, "seed " + std::to_string(t.seed) + " (" + t.path.string() + ") turn " +
+                                                          std::to_string(step) + ": its tokens read " + replay_excerpt(read, at) +
+                                                          " in the model's vocabulary where the recording has " + replay_excerpt(recorded, at) +
+                                                          " (byte " + std::to_string(at) +
+                                                          "): make the model with the recording's tokenizer (tachyon bench synth-model --vocab-from)");
+        }
+    }
+    return {};
+}
+
+status check_replayed(const replay_transcript& t, const run_outcome& out) {
+    const std::string who = "seed " + std::to_string(t.seed) + " (" + t.path.string() + "): ";
+    for (const auto& turn : out.turns) {
+        auto it = t.turns->find(turn.step);
+        if (it == t.turns->end()) return make_error(errc::internal, who + "the replay took a turn " + std::to_string(turn.step) + " the recording lacks");
+        const auto& want = it->second;
+        const size_t n = std::min(want.size(), turn.tokens.size());
+        size_t pos = 0;
+        while (pos < n && want[pos] == turn.tokens[pos]) ++pos;
+        if (pos < n || want.size() != turn.tokens.size()) {
+            if (!out.error.empty()) return make_error(errc::internal, who + out.error);  // the engine's words: turn, position, why
+            return make_error(errc::internal, who + "turn " + std::to_string(turn.step) + " diverged at position " + std::to_string(pos) +
+                                                  ": " + std::to_string(turn.tokens.size()) + " tokens where the recording has " +
+                                                  std::to_string(want.size()));
+        }
+    }
+    if (static_cast<int>(out.turns.size()) != t.steps || out.state != t.state || out.answer != t.answer)
+        return make_error(errc::internal, who + "the replay ended " + out.state + " after " + std::to_string(out.turns.size()) +
+                                              " turns with answer " + (out.answer.empty() ? "none" : out.answer) + "; the recording " +
+                                              t.state + " after " + std::to_string(t.steps) + " with " +
+                                              (t.answer.empty() ? "none" : t.answer) + (out.error.empty() ? "" : " (" + out.error + ")"));
+    return {};
+}
+
+engine_rates measure_engine_rates(engine& eng, int n_prompt, int n_decode) {
+    const int n_vocab = eng.get_model().hparams().n_vocab;
+    engine_rates r;
+    // Twice, keeping the second: the first forwards of a model fault its
+    // mapped weights in and would read several times slower than the runs.
+    for (int round = 0; round < 2; ++round) {
+        const session_id s = eng.create_session();
+        request prefill;
+        prefill.session = s;
+        for (int i = 0; i < n_prompt; ++i) prefill.append.push_back(static_cast<int32_t>((static_cast<int64_t>(i) * 7919 + 13) % n_vocab));
+        const request_stats p = eng.run(std::move(prefill));
+        request decode;
+        decode.session = s;
+        decode.append = {static_cast<int32_t>(17 % n_vocab)};
+        decode.max_tokens = n_decode;
+        const request_stats d = eng.run(std::move(decode));
+        eng.close_session(s);
+        eng.clear_prefix_cache();  // the second round computes its prompt again
+        if (p.n_prefilled > 0) r.prefill_ms_per_token = p.prefill_ms / p.n_prefilled;
+        if (d.n_generated > 1) r.decode_ms_per_step = d.decode_ms / (d.n_generated - 1);
+    }
+    return r;
+}
+
+}  // namespace tachyon

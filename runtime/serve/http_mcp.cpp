@@ -1,0 +1,476 @@
+#include "runtime/serve/http_mcp.h"
+
+#include <simdjson.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <random>
+
+#include "base/log.h"
+#include "runtime/common/json_util.h"
+#include "tools/mcp/json_rpc.h"
+#include "tools/mcp/mcp_client.h"
+
+namespace tachyon::http {
+// The same aliases as http_server.cpp's (a unity batch may hold both).
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+
+namespace {
+
+using mcp_clock = std::chrono::steady_clock;
+constexpr auto mcp_use_tuple = asio::as_tuple(asio::use_awaitable);
+
+constexpr int64_t k_mcp_parse_error = -32700;
+constexpr int64_t k_mcp_invalid_request = -32600;
+constexpr int64_t k_mcp_server_error = -32000;
+
+// What answers one request: its progress notifications, then its response.
+// Workers push; the POST's coroutine drains it on its strand.
+struct mcp_channel {
+    std::mutex mutex;
+    std::deque<std::string> messages;
+    bool answered = false;  // the response is among `messages` (or was sent)
+    bool closed = false;    // no response will come: cancelled, or the session ended
+    std::function<void()> wake;  // posts to the waiting coroutine's strand
+
+    void push(std::string m, bool response) {
+        std::function<void()> w;
+        {
+            std::lock_guard lock(mutex);
+            if (answered || closed) return;
+            messages.push_back(std::move(m));
+            answered = response;
+            w = wake;
+        }
+        if (w) w();
+    }
+    void close() {
+        std::function<void()> w;
+        {
+            std::lock_guard lock(mutex);
+            closed = true;
+            w = wake;
+        }
+        if (w) w();
+    }
+};
+
+struct mcp_session {
+    std::string id;
+    std::string version;
+    std::unique_ptr<mcp_server> server;
+    std::mutex mutex;
+    mcp_clock::time_point last_used = mcp_clock::now();
+    std::map<std::string, std::weak_ptr<mcp_channel>> open;  // request id -> its channel
+    bool ended = false;
+
+    void touch() {
+        std::lock_guard lock(mutex);
+        last_used = mcp_clock::now();
+    }
+    bool idle_since(mcp_clock::time_point t) {
+        std::lock_guard lock(mutex);
+        std::erase_if(open, [](const auto& kv) { return kv.second.expired(); });
+        return open.empty() && last_used < t;
+    }
+    // Cancels the calls, waits for them and ends their streams. Blocks.
+    void end() {
+        {
+            std::lock_guard lock(mutex);
+            if (ended) return;
+            ended = true;
+        }
+        server->shutdown();
+        std::map<std::string, std::weak_ptr<mcp_channel>> left;
+        {
+            std::lock_guard lock(mutex);
+            left.swap(open);
+        }
+        for (auto& [id, w] : left)
+            if (auto c = w.lock()) c->close();
+    }
+};
+
+std::string random_mcp_session_id() {
+    std::random_device rd;
+    std::string out;
+    static constexpr char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 4; ++i) {
+        uint32_t v = rd();
+        for (int j = 0; j < 8; ++j, v >>= 4) out += hex[v & 15];
+    }
+    return out;
+}
+
+bool mcp_accepts(const mcp_endpoint::request_t& req, std::string_view type) {
+    const auto it = req.find(bhttp::field::accept);
+    if (it == req.end()) return type == "application/json";
+    const std::string_view v(it->value().data(), it->value().size());
+    return v.find(type) != std::string_view::npos || v.find("*/*") != std::string_view::npos;
+}
+
+}  // namespace
+
+bool is_loopback_origin(std::string_view origin) {
+    const size_t scheme = origin.find("://");
+    if (scheme == std::string_view::npos) return false;
+    std::string_view rest = origin.substr(scheme + 3);
+    rest = rest.substr(0, rest.find('/'));
+    std::string host;
+    if (!rest.empty() && rest.front() == '[') {
+        const size_t close = rest.find(']');
+        if (close == std::string_view::npos) return false;
+        host = std::string(rest.substr(1, close - 1));
+    } else {
+        host = std::string(rest.substr(0, rest.find(':')));
+    }
+    if (host == "localhost") return true;
+    boost::system::error_code ec;
+    const auto addr = asio::ip::make_address(host, ec);
+    return !ec && addr.is_loopback();
+}
+
+struct mcp_endpoint::impl {
+    mcp_endpoint_options options;
+    asio::thread_pool workers;
+    asio::thread_pool closer{1};  // ends sessions off the I/O threads (they wait for their calls)
+    mutable std::mutex mutex;
+    std::map<std::string, std::shared_ptr<mcp_session>> sessions;
+    bool stopped = false;
+
+    explicit impl(mcp_endpoint_options o) : options(std::move(o)), workers(static_cast<size_t>(std::max(1, options.n_workers))) {
+        options.server.pool = &workers;
+    }
+
+    void end_later(std::shared_ptr<mcp_session> s) {
+        asio::post(closer, [s] { s->end(); });
+    }
+
+    std::shared_ptr<mcp_session> find(const std::string& id) {
+        std::lock_guard lock(mutex);
+        auto it = sessions.find(id);
+        return it == sessions.end() ? nullptr : it->second;
+    }
+
+    // A new session; an error message when the limit is reached.
+    result<std::shared_ptr<mcp_session>> open_session() {
+        std::vector<std::shared_ptr<mcp_session>> expired;
+        std::lock_guard lock(mutex);
+        if (stopped) return make_error(errc::unsupported, "the server is shutting down");
+        const auto cutoff = mcp_clock::now() - options.session_idle;
+        for (auto it = sessions.begin(); it != sessions.end();) {
+            if (it->second->idle_since(cutoff)) {
+                end_later(it->second);
+                it = sessions.erase(it);
+            } else {
+                ++it;
+            }
+        }
+        if (sessions.size() >= options.max_sessions)
+            return make_error(errc::resource_exhausted, "too many MCP sessions open (at most " + std::to_string(options.max_sessions) +
+                                                            "); end one with DELETE /mcp or retry later");
+        auto s = std::make_shared<mcp_session>();
+        s->id = random_mcp_session_id();
+        auto server = mcp_server::make(options.server, [id = s->id](std::string m) {
+            // Every answer goes to its POST's channel; nothing else is sent.
+            TACHYON_LOG(debug, "mcp session " << id << ": dropped a message with no request: " << m.substr(0, 200));
+        });
+        if (!server) return server.err();
+        s->server = std::move(server).value();
+        sessions[s->id] = s;
+        return s;
+    }
+
+    void remove(const std::string& id) {
+        std::shared_ptr<mcp_session> s;
+        {
+            std::lock_guard lock(mutex);
+            auto it = sessions.find(id);
+            if (it == sessions.end()) return;
+            s = it->second;
+            sessions.erase(it);
+        }
+        end_later(std::move(s));
+    }
+
+    asio::awaitable<bool> write(beast::tcp_stream& stream, const request_t& req, bhttp::status status, std::string body,
+                                std::string_view content_type, bool stopping, const std::string& session_id = {}) {
+        bhttp::response<bhttp::string_body> res{status, req.version()};
+        res.set(bhttp::field::server, "tachyon");
+        if (!content_type.empty()) res.set(bhttp::field::content_type, content_type);
+        if (!session_id.empty()) res.set("MCP-Session-Id", session_id);
+        if (status == bhttp::status::method_not_allowed) res.set(bhttp::field::allow, "POST, DELETE");
+        res.keep_alive(req.keep_alive() && !stopping);
+        res.body() = std::move(body);
+        res.prepare_payload();
+        if (options.stats) options.stats->count_request("/mcp", static_cast<int>(res.result_int()));
+        const bool keep = res.keep_alive();
+        stream.expires_after(options.write_timeout);
+        auto [ec, n] = co_await bhttp::async_write(stream, res, mcp_use_tuple);
+        co_return !ec && keep;
+    }
+
+    // A refusal: a JSON-RPC error object (id null unless known), for clients that read it.
+    asio::awaitable<bool> refuse(beast::tcp_stream& stream, const request_t& req, bhttp::status status, int64_t code,
+                                 const std::string& message, bool stopping, const std::string& id = "null") {
+        co_return co_await write(stream, req, status, tools::mcp::make_error_response(id, code, message), "application/json", stopping);
+    }
+
+    asio::awaitable<bool> serve(beast::tcp_stream& stream, request_t& req, bool stopping);
+    asio::awaitable<bool> answer(beast::tcp_stream& stream, request_t& req, const std::shared_ptr<mcp_session>& s,
+                                 const tools::mcp::message& m, bool stopping);
+};
+
+asio::awaitable<bool> mcp_endpoint::impl::serve(beast::tcp_stream& stream, request_t& req, bool stopping) {
+    // A browser page of another site must not reach a local server (DNS rebinding).
+    if (auto it = req.find(bhttp::field::origin); it != req.end()) {
+        const std::string origin(it->value());
+        if (!is_loopback_origin(origin))
+            co_return co_await refuse(stream, req, bhttp::status::forbidden, k_mcp_server_error,
+                                      "Origin '" + origin + "' is not allowed (expected a loopback origin such as http://localhost)", stopping);
+    }
+    const auto method = req.method();
+    if (method != bhttp::verb::post && method != bhttp::verb::delete_)
+        co_return co_await refuse(stream, req, bhttp::status::method_not_allowed, k_mcp_server_error,
+                                  "method " + std::string(req.method_string()) + " not allowed on /mcp (expected POST, or DELETE to end a session; "
+                                  "this server sends no stream outside the answers to requests)", stopping);
+    if (auto it = req.find("MCP-Protocol-Version"); it != req.end()) {
+        const std::string v(it->value());
+        const auto& known = tools::mcp::supported_protocol_versions();
+        if (std::find(known.begin(), known.end(), v) == known.end()) {
+            std::string list;
+            for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+            co_return co_await refuse(stream, req, bhttp::status::bad_request, k_mcp_invalid_request,
+                                      "MCP-Protocol-Version '" + v + "' is not supported (expected one of " + list + ")", stopping);
+        }
+    }
+    std::string session_id;
+    if (auto it = req.find("MCP-Session-Id"); it != req.end()) session_id = std::string(it->value());
+
+    if (method == bhttp::verb::delete_) {
+        if (session_id.empty())
+            co_return co_await refuse(stream, req, bhttp::status::bad_request, k_mcp_invalid_request, "DELETE /mcp needs the MCP-Session-Id header", stopping);
+        if (!find(session_id))
+            co_return co_await refuse(stream, req, bhttp::status::not_found, k_mcp_invalid_request, "MCP session '" + session_id + "' not found (ended or expired)", stopping);
+        remove(session_id);
+        co_return co_await write(stream, req, bhttp::status::no_content, {}, {}, stopping);
+    }
+
+    const std::string_view type(req[bhttp::field::content_type].data(), req[bhttp::field::content_type].size());
+    if (type.rfind("application/json", 0) != 0)
+        co_return co_await refuse(stream, req, bhttp::status::unsupported_media_type, k_mcp_invalid_request,
+                                  "POST /mcp: Content-Type '" + std::string(type) + "' (expected application/json)", stopping);
+    if (!mcp_accepts(req, "application/json") && !mcp_accepts(req, "text/event-stream"))
+        co_return co_await refuse(stream, req, bhttp::status::not_acceptable, k_mcp_invalid_request,
+                                  "POST /mcp: the Accept header must allow application/json or text/event-stream", stopping);
+    const std::string& body = req.body();
+    const size_t first = body.find_first_not_of(" \t\r\n");
+    if (first != std::string::npos && body[first] == '[')
+        co_return co_await refuse(stream, req, bhttp::status::bad_request, k_mcp_invalid_request,
+                                  "POST /mcp: JSON-RPC batches are not supported (expected one message per request)", stopping);
+    auto parsed = tools::mcp::parse_message(body);
+    if (!parsed) co_return co_await refuse(stream, req, bhttp::status::bad_request, k_mcp_parse_error, "POST /mcp: " + parsed.err().message, stopping);
+    const tools::mcp::message& m = *parsed;
+
+    if (m.type == tools::mcp::message::kind::request && m.method == "initialize") {
+        auto s = open_session();
+        if (!s) {
+            const bool full = s.err().code == errc::resource_exhausted;
+            co_return co_await refuse(stream, req, full || s.err().code == errc::unsupported ? bhttp::status::service_unavailable : bhttp::status::internal_server_error,
+                                      k_mcp_server_error, s.err().message, stopping, m.id);
+        }
+        std::string answer;
+        (*s)->server->handle(body, [&answer](std::string a) { answer = std::move(a); });  // answered at once
+        co_return co_await write(stream, req, bhttp::status::ok, std::move(answer), "application/json", stopping, (*s)->id);
+    }
+    if (session_id.empty())
+        co_return co_await refuse(stream, req, bhttp::status::bad_request, k_mcp_invalid_request,
+                                  "POST /mcp: the MCP-Session-Id header is missing (initialize first; its answer carries the id)", stopping);
+    auto s = find(session_id);
+    if (!s)
+        co_return co_await refuse(stream, req, bhttp::status::not_found, k_mcp_invalid_request,
+                                  "MCP session '" + session_id + "' not found (ended or expired): initialize again", stopping);
+    s->touch();
+    if (m.type != tools::mcp::message::kind::request) {
+        // A cancelled call is not answered: its stream ends now.
+        if (m.type == tools::mcp::message::kind::notification && m.method == "notifications/cancelled") {
+            simdjson::dom::parser parser;
+            simdjson::dom::element p, id;
+            if (!parser.parse(simdjson::padded_string(m.params)).get(p) && !p["requestId"].get(id)) {
+                std::shared_ptr<mcp_channel> c;
+                {
+                    std::lock_guard lock(s->mutex);
+                    if (auto it = s->open.find(simdjson::minify(id)); it != s->open.end()) c = it->second.lock();
+                }
+                s->server->handle(body);
+                if (c) c->close();
+                co_return co_await write(stream, req, bhttp::status::accepted, {}, {}, stopping);
+            }
+        }
+        s->server->handle(body);
+        co_return co_await write(stream, req, bhttp::status::accepted, {}, {}, stopping);
+    }
+    co_return co_await answer(stream, req, s, m, stopping);
+}
+
+// A request: its answer as JSON when it comes at once (or the client reads
+// no event stream), else an event stream of its progress and its answer.
+asio::awaitable<bool> mcp_endpoint::impl::answer(beast::tcp_stream& stream, request_t& req, const std::shared_ptr<mcp_session>& s,
+                                                 const tools::mcp::message& m, bool stopping) {
+    auto ex = co_await asio::this_coro::executor;
+    auto signal = std::make_shared<asio::steady_timer>(ex);
+    auto c = std::make_shared<mcp_channel>();
+    {
+        std::weak_ptr<asio::steady_timer> weak = signal;
+        c->wake = [ex, weak] {
+            asio::post(ex, [weak] {
+                if (auto t = weak.lock()) t->cancel();
+            });
+        };
+    }
+    bool ended = false, taken = false;
+    {
+        std::lock_guard lock(s->mutex);
+        ended = s->ended;
+        auto it = s->open.find(m.id);
+        taken = it != s->open.end() && !it->second.expired();
+        if (!ended && !taken) s->open[m.id] = c;
+    }
+    if (ended) co_return co_await refuse(stream, req, bhttp::status::not_found, k_mcp_invalid_request, "MCP session '" + s->id + "' has ended", stopping);
+    if (taken)
+        co_return co_await refuse(stream, req, bhttp::status::bad_request, k_mcp_invalid_request,
+                                  "request id " + m.id + " is already in use by a request of this session", stopping, m.id);
+    struct forget {
+        std::shared_ptr<mcp_session> s;
+        std::string id;
+        ~forget() {
+            std::lock_guard lock(s->mutex);
+            s->open.erase(id);
+        }
+    } forget_guard{s, m.id};  // after the checks above: the entry is this request's
+    auto is_response = [](const std::string& text) {
+        auto p = tools::mcp::parse_message(text);
+        return p && (p->type == tools::mcp::message::kind::response || p->type == tools::mcp::message::kind::error);
+    };
+    s->server->handle(req.body(), [c, is_response](std::string text) {
+        const bool response = is_response(text);
+        c->push(std::move(text), response);
+    });
+    auto take = [&c](std::deque<std::string>& out, bool& answered, bool& closed) {
+        std::lock_guard lock(c->mutex);
+        out.swap(c->messages);
+        answered = c->answered;
+        closed = c->closed;
+    };
+    std::deque<std::string> batch;
+    bool answered = false, closed = false;
+    take(batch, answered, closed);
+    const bool streamed = mcp_accepts(req, "text/event-stream");
+    if ((answered && batch.size() == 1) || !streamed) {
+        // At once (tools/list, ping, a refused call), or a client that reads JSON only: wait, drop progress.
+        while (!answered && !closed) {
+            signal->expires_after(options.heartbeat);
+            co_await signal->async_wait(mcp_use_tuple);
+            std::deque<std::string> more;
+            take(more, answered, closed);
+            for (auto& x : more) batch.push_back(std::move(x));
+        }
+        if (!answered)
+            co_return co_await refuse(stream, req, bhttp::status::ok, k_mcp_server_error, "the call was cancelled or its session ended", stopping, m.id);
+        co_return co_await write(stream, req, bhttp::status::ok, std::move(batch.back()), "application/json", stopping);
+    }
+
+    bhttp::response<bhttp::empty_body> res{bhttp::status::ok, req.version()};
+    res.set(bhttp::field::server, "tachyon");
+    res.set(bhttp::field::content_type, "text/event-stream");
+    res.set(bhttp::field::cache_control, "no-cache");
+    res.chunked(true);
+    res.keep_alive(req.keep_alive() && !stopping);
+    const bool keep = res.keep_alive();
+    if (options.stats) options.stats->count_request("/mcp", 200);
+    bhttp::response_serializer<bhttp::empty_body> sr{res};
+    stream.expires_after(options.write_timeout);
+    auto [ec, n] = co_await bhttp::async_write_header(stream, sr, mcp_use_tuple);
+    bool done = false;
+    while (!ec) {
+        // Taken again right before waiting (no suspension in between): what
+        // arrived during a write is not left for the next heartbeat.
+        if (batch.empty()) take(batch, answered, closed);
+        if (!batch.empty()) {
+            std::string text;
+            for (const auto& x : batch) text += "event: message\ndata: " + x + "\n\n";
+            batch.clear();
+            stream.expires_after(options.write_timeout);
+            std::tie(ec, n) = co_await asio::async_write(stream, bhttp::make_chunk(asio::buffer(text)), mcp_use_tuple);
+            continue;
+        }
+        if (answered || closed) {
+            done = true;
+            break;
+        }
+        signal->expires_after(options.heartbeat);
+        auto [wec] = co_await signal->async_wait(mcp_use_tuple);
+        if (!wec) {
+            // Quiet for a while (an agent decoding): a comment keeps proxies from timing out, and finds a client gone.
+            const std::string ping = ": ping\n\n";
+            stream.expires_after(options.write_timeout);
+            std::tie(ec, n) = co_await asio::async_write(stream, bhttp::make_chunk(asio::buffer(ping)), mcp_use_tuple);
+        }
+    }
+    if (!done) {
+        // The client is gone: its call is cancelled, as notifications/cancelled would.
+        s->server->handle(tools::mcp::make_notification("notifications/cancelled", "{\"requestId\":" + m.id + ",\"reason\":\"the client closed the stream\"}"));
+        co_return false;
+    }
+    stream.expires_after(options.write_timeout);
+    std::tie(ec, n) = co_await asio::async_write(stream, bhttp::make_chunk_last(), mcp_use_tuple);
+    co_return !ec && keep;
+}
+
+result<std::unique_ptr<mcp_endpoint>> mcp_endpoint::make(mcp_endpoint_options options) {
+    // The options are checked once here, as every session's server is made from them.
+    auto probe = mcp_server::make(options.server, [](std::string) {});
+    if (!probe) return probe.err();
+    return std::unique_ptr<mcp_endpoint>(new mcp_endpoint(std::make_shared<impl>(std::move(options))));
+}
+
+mcp_endpoint::mcp_endpoint(std::shared_ptr<impl> i) : impl_(std::move(i)) {}
+mcp_endpoint::~mcp_endpoint() { shutdown(); }
+
+asio::awaitable<bool> mcp_endpoint::serve(beast::tcp_stream& stream, request_t& req, bool stopping) {
+    auto keep = impl_;  // alive while the request is
+    co_return co_await keep->serve(stream, req, stopping);
+}
+
+void mcp_endpoint::shutdown() {
+    std::map<std::string, std::shared_ptr<mcp_session>> all;
+    {
+        std::lock_guard lock(impl_->mutex);
+        if (impl_->stopped) return;
+        impl_->stopped = true;
+        all.swap(impl_->sessions);
+    }
+    for (auto& [id, s] : all) s->end();
+    impl_->closer.join();
+    impl_->workers.join();
+}
+
+size_t mcp_endpoint::n_sessions() const {
+    std::lock_guard lock(impl_->mutex);
+    return impl_->sessions.size();
+}
+
+}  // namespace tachyon::http
