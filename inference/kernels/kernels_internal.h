@@ -49,7 +49,8 @@ const type_kernels* amx_kernels(tensor_type weight);
 // Asks Linux for the AMX tile state; true when granted.
 bool os_grants_amx();
 // True on AMD CPUs, whose AVX-512 decode of q8_0 / q4_0 lost to the 256-bit
-// AVX-VNNI tiles (kernels_avx512.cpp says by how much).
+// AVX-VNNI tiles (kernels_avx512.cpp says by how much). TACHYON_VENDOR=amd
+// or intel overrides it (read once).
 bool cpu_is_amd();
 
 // The 8 scales (bytes 0..7) and 8 mins (bytes 8..15) of a q4_K / q5_K block,

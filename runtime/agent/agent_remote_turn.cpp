@@ -112,6 +112,17 @@ asio::awaitable<request_stats> runner::generate_remote(int max_tokens, run_turn&
     const remote::remote_model& m = *env_.remote;
     const bool server_tools = m.tools == remote::tool_mode::server;
     remote::turn_request r;
+    if (req_.forced_turns) {
+        // Replay through a server (bench agents --replay): the recorded tokens travel with the request.
+        auto it = req_.forced_turns->find(turn.step);
+        if (it == req_.forced_turns->end()) {
+            request_stats missing;
+            missing.finish = finish_reason::error;
+            missing.error = "replay: the recording has no turn " + std::to_string(turn.step);
+            co_return missing;
+        }
+        r.forced_tokens = it->second;
+    }
     r.messages = remote_messages_;
     if (server_tools) {
         r.tools = render_options_.tools;
@@ -122,6 +133,8 @@ asio::awaitable<request_stats> runner::generate_remote(int max_tokens, run_turn&
     }
     r.sampling = agent_->sampling;
     r.max_tokens = std::min(max_tokens, m.max_turn_tokens);
+    // A replayed turn needs exactly its recorded tokens (fewer would cut it, the server's context may not hold more).
+    if (!r.forced_tokens.empty()) r.max_tokens = std::min<int>(max_tokens, static_cast<int>(r.forced_tokens.size()));
     r.session_id = out_.run_id;
     r.request_id = out_.run_id + "-" + std::to_string(turn.step);
     r.traceparent = turn_traceparent();
@@ -185,6 +198,7 @@ asio::awaitable<request_stats> runner::generate_remote(int max_tokens, run_turn&
     if (!done) {
         stats.finish = finish_reason::error;
         stats.error = done.err().message;
+        if (req_.forced_turns) stats.error = "replay diverged from the recording at turn " + std::to_string(turn.step) + ": " + stats.error;
         co_return stats;
     }
     if (done->finish_reason == "cancelled") stats.finish = finish_reason::cancelled;

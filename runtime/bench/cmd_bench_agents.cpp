@@ -8,6 +8,19 @@
 //                 mainstream agent framework: each turn re-sends the
 //                 conversation (the prefix cache finds most of it), and the
 //                 calls of a turn run concurrently, but only after the turn;
+//                 With --baseline http (the default with --replay) both
+//                 are literally that: tachyon's agent loop as a client of
+//                 `tachyon serve` on loopback (the remote backend of
+//                 runtime/remote/: tools and the answer's schema sent, the
+//                 server constrains and parses calls), the server with its
+//                 prefix cache and batching (conventional) or serving one
+//                 request at a time without it (sequential). With
+//                 --baseline in-process (the default otherwise) they run on
+//                 the engine itself with those switches: a server's JSON
+//                 schema cannot hold what tachyon's grammar holds (grounded
+//                 values in arguments, uniqueItems), and the shipped 1M
+//                 model fails most tasks without it, so the HTTP baseline
+//                 would not compare at equal task success;
 //   tachyon       every switch on: tools dispatched the moment their call is
 //                 complete in the stream, in parallel, the session's KV kept
 //                 between turns, prefix cache, batching.
@@ -17,7 +30,8 @@
 // --replay TRANSCRIPTS --model MODEL.gguf: the same runs at the cost of a
 // model of another size: MODEL replays the recorded turns as an oracle
 // (replay.h), so every mechanism costs and saves what it would there.
-// Conventional stays the in-process emulation above (one engine, no HTTP).
+// The recorded tokens then travel with each chat completion
+// (tachyon_forced_tokens, allowed only by this command's own server).
 // The floor column: what a run could not avoid at this engine's measured
 // rates (replay.h measure_engine_rates): the prefill of the tokens no mode
 // found computed, the decode steps of the tokens no draft or jump covered
@@ -30,6 +44,7 @@
 #include <sstream>
 
 #include "runtime/agent/agent_service.h"
+#include "runtime/serve/http_server.h"
 #include "runtime/bench/replay.h"
 #include "runtime/cli/cli.h"
 #include "runtime/bench/eval_support.h"
@@ -45,10 +60,51 @@ struct mode {
     run_switches switches;
     int max_active = 0;        // engine: 1 serves one request at a time
     bool prefix_cache = true;  // engine: shared KV blocks of common prefixes
+    bool over_http = false;    // the runs are clients of a tachyon serve on loopback
 };
 
-std::vector<mode> modes_for(const std::string& which) {
-    mode seq{"sequential", {}, 1, false};
+// `tachyon serve` in this process on a loopback port, serving `host` as
+// model "bench" (replaying: forced tokens allowed), for the modes that run
+// as its clients.
+struct bench_server {
+    http::metrics stats;
+    std::unique_ptr<http::server> server;
+    std::shared_ptr<const remote::remote_model> model;
+
+    static result<std::unique_ptr<bench_server>> start(std::shared_ptr<model_host> host, bool replaying, int concurrency) {
+        auto b = std::make_unique<bench_server>();
+        http::server_options so;
+        so.port = 0;
+        so.n_threads = 1;
+        so.body_limit = 64u << 20;  // a long conversation re-sent whole
+        so.max_chat_requests = std::max(16, 4 * concurrency);
+        // A sequential server queues the other runs' turns behind each one.
+        so.read_timeout = so.write_timeout = so.idle_timeout = std::chrono::hours(1);
+        so.generation.allow_forced_tokens = replaying;
+        so.generation.cap_at_training_context = false;  // as the runs on the engine itself
+        b->server = std::make_unique<http::server>(so, std::vector<http::metrics::model_entry>{{"bench", host}}, b->stats, nullptr);
+        if (auto st = b->server->start(); !st) return st.err();
+        remote::remote_model m;
+        m.url = "http://127.0.0.1:" + std::to_string(b->server->port()) + "/v1";
+        m.name = "bench";
+        m.tools = remote::tool_mode::server;  // tools and the answer schema go to the server, which constrains them
+        m.chat_format = std::string(to_string(host->format()));
+        m.timeouts.first_token = m.timeouts.idle = std::chrono::hours(1);
+        // The server refuses a max_tokens its context cannot hold beside the
+        // prompt; the shipped agent's turns are far shorter (replayed turns
+        // ask for their recorded length).
+        m.max_turn_tokens = 512;
+        m.provider = "tachyon";
+        b->model = std::make_shared<const remote::remote_model>(std::move(m));
+        return b;
+    }
+    ~bench_server() {
+        if (server) server->shutdown();
+    }
+};
+
+std::vector<mode> modes_for(const std::string& which, bool baseline_http) {
+    mode seq{"sequential", {}, 1, false, baseline_http};
     seq.switches.early_dispatch = false;
     seq.switches.parallel_tools = false;
     seq.switches.kv_retain = false;
@@ -57,7 +113,7 @@ std::vector<mode> modes_for(const std::string& which) {
     seq.switches.speculative_tools = false;
     // A stateless chat API over a serving engine with a prefix cache and
     // continuous batching; the tools of a turn run together after the turn.
-    mode conv{"conventional", {}, 0, true};
+    mode conv{"conventional", {}, 0, true, baseline_http};
     conv.switches.early_dispatch = false;
     conv.switches.kv_retain = false;
     conv.switches.spec_decode = false;
@@ -90,6 +146,7 @@ std::vector<mode> modes_for(const std::string& which) {
 
 struct mode_result {
     std::string name;
+    bool over_http = false;  // its runs were clients of a tachyon serve on loopback
     eval_summary s;
     double wall_ms = 0;
     double tasks_per_min = 0;
@@ -184,7 +241,9 @@ int bench_agents(const cli::parsed_args& args) {
     engine_rates rates;
 
     std::vector<mode_result> results;
-    for (const mode& m : modes_for(which)) {
+    const std::string baseline = args.get_or("baseline", replaying ? "http" : "in-process");
+    if (baseline != "http" && baseline != "in-process") return fail("--baseline must be http or in-process, got '" + baseline + "'");
+    for (const mode& m : modes_for(which, baseline == "http")) {
         service_options so;
         so.engine.n_threads = setup->threads;
         so.engine.split_prefill = args.flag("split-prefill");
@@ -192,7 +251,26 @@ int bench_agents(const cli::parsed_args& args) {
         so.engine.max_active = m.max_active;
         so.engine.prefix_cache = m.prefix_cache;
         so.n_tool_threads = std::max<int>(4, static_cast<int>(concurrency) * 2);
+        // `service` hosts the engine; the runs go on it, or on `clients`
+        // against `served` (the same engine behind HTTP).
         agent_service service(so);
+        std::unique_ptr<bench_server> served;
+        std::unique_ptr<agent_service> clients;
+        std::shared_ptr<const agent_definition> run_agent = shared_agent;
+        if (m.over_http) {
+            auto host = service.host(shared_agent->model, shared_agent->chat_format);
+            if (!host) return fail(host.err().message);
+            auto b = bench_server::start(*host, replaying, static_cast<int>(concurrency));
+            if (!b) return fail("mode " + m.name + ": starting its server: " + b.err().message);
+            served = std::move(b).value();
+            agent_definition a = *shared_agent;
+            a.remote = served->model;
+            run_agent = std::make_shared<const agent_definition>(std::move(a));
+            service_options co;
+            co.n_tool_threads = so.n_tool_threads;
+            clients = std::make_unique<agent_service>(co);
+        }
+        agent_service& runs_on = clients ? *clients : service;
         eval_run_options o;
         o.switches = m.switches;
         o.latency = *latency;
@@ -216,7 +294,7 @@ int bench_agents(const cli::parsed_args& args) {
         double cpu_before_ms = 0;
         if (auto h = service.host(shared_agent->model, shared_agent->chat_format)) cpu_before_ms = (*h)->eng().counters().busy_cpu_ms;
         double wall_ms = 0;
-        auto cases = run_cases(service, shared_agent, inputs, o, nullptr, &wall_ms);
+        auto cases = run_cases(runs_on, run_agent, inputs, o, nullptr, &wall_ms);
         if (replaying) {
             for (const auto& c : cases) {
                 if (!c.error.empty()) return fail("seed " + std::to_string(c.seed) + ": " + c.error);
@@ -225,6 +303,7 @@ int bench_agents(const cli::parsed_args& args) {
         }
         mode_result r;
         r.name = m.name;
+        r.over_http = m.over_http;
         r.s = summarize(cases);
         r.wall_ms = wall_ms;
         r.tasks_per_min = wall_ms > 0 ? static_cast<double>(r.s.n) * 60000.0 / wall_ms : 0;
@@ -267,7 +346,7 @@ int bench_agents(const cli::parsed_args& args) {
            << ", \"modes\": [";
         for (size_t i = 0; i < results.size(); ++i) {
             const auto& r = results[i];
-            os << (i ? ", " : "") << "{\"mode\": " << json::quote(r.name) << ", \"cases\": " << r.s.n << ", \"success\": " << r.s.n_success
+            os << (i ? ", " : "") << "{\"mode\": " << json::quote(r.name) << ", \"over_http\": " << (r.over_http ? "true" : "false") << ", \"cases\": " << r.s.n << ", \"success\": " << r.s.n_success
                << ", \"p50_ms\": " << r.s.p50_ms << ", \"p95_ms\": " << r.s.p95_ms << ", \"p50_end_ms\": " << r.s.p50_end_ms
                << ", \"p95_end_ms\": " << r.s.p95_end_ms << ", \"p50_tool_wait_ms\": " << r.s.p50_wait_ms
                << ", \"tasks_per_min\": " << r.tasks_per_min
@@ -338,6 +417,9 @@ cli::command_spec make_bench_agents_command() {
         {"replay", 0, cli::option_kind::value, "TRANSCRIPTS", "",
          "replay these journals (tachyon eval --journal-dir) on --model as an oracle: the recorded tokens at that model's cost"},
         {"model", 0, cli::option_kind::value, "MODEL.gguf", "", "with --replay: the model to replay on (made with the recording's tokenizer)"},
+        {"baseline", 0, cli::option_kind::value, "HOW", "",
+         "sequential and conventional as clients of a tachyon serve on loopback (http; the default with --replay) or on the engine "
+         "itself with their switches (in-process; the default otherwise)"},
         {"json", 0, cli::option_kind::flag, "", "", "print one JSON object"},
     };
     c.run = bench_agents;

@@ -84,6 +84,8 @@ result<std::shared_ptr<chat_generation>> chat_generation::create(std::shared_ptr
         if (static_cast<int>(s.size()) > limits.max_stop_bytes)
             return make_error(errc::invalid_argument, "stop: a stop sequence is longer than " + std::to_string(limits.max_stop_bytes) + " bytes");
 
+    if (!request.forced_tokens.empty() && !limits.allow_forced_tokens)
+        return make_error(errc::invalid_argument, "tachyon_forced_tokens: this server does not replay forced tokens (a benchmark's field)");
     auto text = render_prompt(request, host->format());
     if (!text) return text.err();
     const bool tools_active = request.tool_choice != tool_choice_mode::none && !request.tools.empty();
@@ -135,8 +137,8 @@ result<std::shared_ptr<chat_generation>> chat_generation::create(std::shared_ptr
     auto body = host->encode_scaffold(*text + g.forced_prefix);
     prompt.insert(prompt.end(), body.begin(), body.end());
 
-    const int n_ctx = std::min(host->eng().options().n_ctx,
-                               host->eng().get_model().hparams().n_ctx_train > 0 ? host->eng().get_model().hparams().n_ctx_train : 1 << 30);
+    const int n_ctx_train = host->eng().get_model().hparams().n_ctx_train;
+    const int n_ctx = std::min(host->eng().options().n_ctx, limits.cap_at_training_context && n_ctx_train > 0 ? n_ctx_train : 1 << 30);
     const int room = n_ctx - static_cast<int>(prompt.size());
     if (room <= 0)
         return make_error(errc::invalid_argument, "messages: the prompt has " + std::to_string(prompt.size()) +
@@ -184,6 +186,7 @@ void chat_generation::start(delta_callback on_delta, completion_callback on_done
     // Speculative decoding and jump-forward: the same tokens (greedy) or the
     // same distribution (sampled), in fewer forward steps.
     r.n_draft = 8;
+    r.forced = g.req.forced_tokens;
     if (g.constraint) r.propose = forced_text_drafts(g.constraint, [host = g.host](std::string_view text) { return host->encode_plain(text); });
     auto self = shared_from_this();
     r.on_token = [self](int32_t token) {

@@ -29,6 +29,13 @@ namespace tachyon::openai {
 struct generation_limits {
     int default_max_tokens = 1024;  // when the request gives none (clamped to the context left)
     int max_stop_bytes = 256;       // longest stop sequence
+    // Requests may carry tachyon_forced_tokens (a replaying benchmark's
+    // in-process server); otherwise that field is refused.
+    bool allow_forced_tokens = false;
+    // The context is the engine's, at most the model's training context;
+    // false: the engine's alone (a benchmark's server whose runs are
+    // compared with runs on the engine itself, which are not capped).
+    bool cap_at_training_context = true;
 };
 
 // Called on the executor for each piece of the answer, in order.

@@ -282,7 +282,7 @@ status parse_top_level(element doc, chat_request& r) {
     TACHYON_TRY(check_keys(doc, "", {"model", "messages", "tools", "tool_choice", "parallel_tool_calls", "temperature", "top_p",
                                       "max_tokens", "max_completion_tokens", "stop", "seed", "response_format", "stream",
                                       "stream_options", "n", "user", "frequency_penalty", "presence_penalty", "logprobs",
-                                      "store", "metadata"}));
+                                      "store", "metadata", "tachyon_forced_tokens"}));
     element x;
     if (doc["model"].get(x)) return fail("model", "missing (required)");
     auto model = get_string(x, "model");
@@ -383,6 +383,15 @@ status parse_top_level(element doc, chat_request& r) {
             r.include_usage = *b;
         }
         if (!r.stream) return fail("stream_options", "only allowed when 'stream' is true");
+    }
+    if (!doc["tachyon_forced_tokens"].get(x) && x.type() != element_type::NULL_VALUE) {
+        if (x.type() != element_type::ARRAY) return expected("tachyon_forced_tokens", "an array of token ids", x);
+        size_t k = 0;
+        for (element t : x.get_array()) {
+            auto id = get_int(t, item("tachyon_forced_tokens", k++), 0, INT32_MAX);
+            if (!id) return id.err();
+            r.forced_tokens.push_back(static_cast<int32_t>(*id));
+        }
     }
     if (!doc["n"].get(x) && x.type() != element_type::NULL_VALUE) {
         auto n = get_int(x, "n", 1, 1);

@@ -73,6 +73,12 @@ struct chat_request {
     std::string response_schema_json;  // json_schema: the schema (json_object: {"type": "object"})
     bool stream = false;
     bool include_usage = false;  // stream_options.include_usage
+    // "tachyon_forced_tokens": the token ids the completion generates, one
+    // real forward each, whatever the sampler picks (engine request::forced):
+    // `tachyon bench agents --replay` replays recorded turns through a
+    // server with it. Refused unless the server allows it
+    // (generation_limits::allow_forced_tokens; `tachyon serve` never does).
+    std::vector<int32_t> forced_tokens;
 };
 
 // Parses a request body. Errors: errc::invalid_argument with a message that

@@ -98,6 +98,11 @@ std::string request_body(const remote_model& model, const turn_request& r) {
     // Servers read the seed as a signed 64-bit integer.
     if (r.sampling.seed != 0) out += ", \"seed\": " + std::to_string(r.sampling.seed & 0x7fffffffffffffffULL);
     out += ", \"max_tokens\": " + std::to_string(std::max(1, r.max_tokens));
+    if (!r.forced_tokens.empty()) {
+        out += ", \"tachyon_forced_tokens\": [";
+        for (size_t i = 0; i < r.forced_tokens.size(); ++i) out += (i > 0 ? "," : "") + std::to_string(r.forced_tokens[i]);
+        out += "]";
+    }
     out += ", \"stream\": true, \"stream_options\": {\"include_usage\": true}}";
     return out;
 }

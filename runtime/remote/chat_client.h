@@ -59,6 +59,9 @@ struct turn_request {
     std::string session_id;  // the run id (X-Session-Id)
     std::string request_id;  // X-Request-Id
     std::string traceparent; // W3C trace context of the caller's span; empty: not sent
+    // Sent as tachyon_forced_tokens (a replaying benchmark's own server,
+    // openai::chat_request::forced_tokens); empty: not sent.
+    std::vector<int32_t> forced_tokens;
 };
 
 // The request body. Deterministic: the same messages give the same bytes,

@@ -69,11 +69,21 @@ TEST_CASE("bench agents --replay: the recorded runs replayed on another model re
     for (simdjson::dom::element m : modes) {
         int64_t success = -1;
         double floor_ms = -1;
+        std::string_view name;
+        bool over_http = false;
+        CHECK(!m["mode"].get(name));
+        CHECK(!m["over_http"].get(over_http));
+        // Sequential and conventional replay as clients of a tachyon serve (the tokens travel with each request).
+        CHECK(over_http == (name != "tachyon"));
         CHECK(!m["success"].get(success));
         CHECK(success == recorded_success);
         CHECK(!m["floor_p50_ms"].get(floor_ms));
         if (recorded_success > 0) CHECK(floor_ms > 0);
     }
+
+    o = tachyon_cli({"bench", "agents", agent, "--seeds", "1000300", "--world", world, "--replay", rec, "--model", model, "--baseline", "ftp"});
+    CHECK(o.code == 1);
+    CHECK(o.err.find("--baseline must be http or in-process, got 'ftp'") != std::string::npos);
 
     // A seed the transcripts lack is named with the command that records it.
     o = tachyon_cli({"bench", "agents", agent, "--seeds", "1000300-1000303", "--world", world, "--replay", rec, "--model", model});

@@ -241,3 +241,38 @@ TEST_CASE("chat_generation: tools for a family without tool calls are refused na
     REQUIRE_FALSE(gen.ok());
     CHECK(gen.err().message.find("gemma3") != std::string::npos);
 }
+
+TEST_CASE("chat_generation: tachyon_forced_tokens replays the given tokens, and only where the server allows it") {
+    auto host = scripted_host({"Hello there."});
+    std::vector<int32_t> forced = host->encode_plain("Recorded answer.");
+    forced.push_back(host->tok().find_token("<|im_end|>"));
+    std::string ids;
+    for (int32_t t : forced) ids += (ids.empty() ? "" : ",") + std::to_string(t);
+    const std::string body = R"({"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0, "tachyon_forced_tokens": [)" + ids + "]}";
+    auto req = parse_chat_request(body);
+    REQUIRE_MESSAGE(req.ok(), req.err().message);
+    CHECK(req->forced_tokens == forced);
+    CHECK(parse_chat_request(R"({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tachyon_forced_tokens": [1, -2]})").err().message ==
+          "tachyon_forced_tokens[1]: expected an integer in [0, 2147483647], got -2");
+
+    boost::asio::io_context io;
+    auto refused = chat_generation::create(host, *req, "scripted", io.get_executor());
+    REQUIRE(!refused.ok());
+    CHECK(refused.err().message.find("tachyon_forced_tokens: this server does not replay forced tokens") == 0);
+
+    generation_limits allow;
+    allow.allow_forced_tokens = true;
+    auto gen = chat_generation::create(host, std::move(req).value(), "scripted", io.get_executor(), allow);
+    REQUIRE_MESSAGE(gen.ok(), gen.err().message);
+    auto work = boost::asio::make_work_guard(io);
+    completion done;
+    (*gen)->start([](const delta&) {}, [&](result<completion> c) {
+        REQUIRE_MESSAGE(c.ok(), c.err().message);
+        done = std::move(c).value();
+        work.reset();
+    });
+    io.run();
+    CHECK(done.content == "Recorded answer.");
+    CHECK(done.finish_reason == "stop");
+    CHECK(done.tokens.completion_tokens == static_cast<int>(forced.size()));
+}
