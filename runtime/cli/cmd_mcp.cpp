@@ -60,7 +60,12 @@ int mcp_serve_command(const cli::parsed_args& args) {
     if (tools->empty() && agents->empty())
         return mcp_complain(mcp_exit_usage, "nothing to serve: give --tools NAME,..., --agents DIR or AGENT_FILE...");
 
+    // Tracing, when OTEL_EXPORTER_OTLP_ENDPOINT or --otlp-endpoint names a collector: each call's span, continuing params._meta.traceparent.
+    auto tracer = telemetry::tracer_from_env(args.get_or("otlp-endpoint", ""));
+    if (!tracer) return mcp_complain(mcp_exit_usage, tracer.err().message);
+
     service_options so;
+    so.tracer = *tracer;
     so.engine.n_threads = static_cast<int>(*threads);
     so.engine.n_ctx = static_cast<int>(*ctx);
     agent_service service(so);
@@ -76,6 +81,7 @@ int mcp_serve_command(const cli::parsed_args& args) {
     o.service = &service;
     o.n_workers = static_cast<int>(*workers);
     o.journal_dir = args.get_or("journal-dir", "runs");
+    o.tracer = *tracer;
     if (!root.empty()) o.confinement = input_confinement{{root}};
 
     int stop[2];
@@ -97,6 +103,7 @@ int mcp_serve_command(const cli::parsed_args& args) {
     mcp_stop_write_fd = -1;
     ::close(stop[0]);
     ::close(stop[1]);
+    if (*tracer) (*tracer)->flush(std::chrono::seconds(2));
     if (!st) return mcp_complain(mcp_exit_failed, st.err().message);
     std::fprintf(stderr, "tachyon mcp serve: stopped\n");
     return 0;
@@ -125,6 +132,7 @@ cli::command_spec make_mcp_serve_command() {
         {"max-calls", 0, cli::option_kind::value, "N", "4", "tool and agent calls running at once"},
         {"threads", 't', cli::option_kind::value, "N", "1", "inference threads per model"},
         {"ctx", 'c', cli::option_kind::value, "N", "16384", "KV positions per model"},
+        {"otlp-endpoint", 0, cli::option_kind::value, "URL", "", "export spans of calls and runs as OTLP/HTTP JSON to URL/v1/traces (else OTEL_EXPORTER_OTLP_ENDPOINT)"},
     };
     c.run = mcp_serve_command;
     return c;

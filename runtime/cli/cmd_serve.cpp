@@ -164,6 +164,7 @@ int serve_command(const cli::parsed_args& args) {
         mo.server.journal_dir = ro.journal_dir;
         mo.server.confinement = input_confinement{ro.data_roots};
         mo.stats = &stats;
+        mo.server.tracer = *tracer;  // each tools/call a server span
         auto made = http::mcp_endpoint::make(std::move(mo));
         if (!made) return fail("--mcp: " + made.err().message);
         mcp = std::move(made).value();

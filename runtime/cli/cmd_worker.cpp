@@ -19,6 +19,7 @@
 #include "runtime/db/run_store.h"
 #include "runtime/db/schema.h"
 #include "runtime/db/worker.h"
+#include "runtime/telemetry/tracer.h"
 
 namespace tachyon {
 namespace {
@@ -81,7 +82,12 @@ int worker_command(const cli::parsed_args& args) {
     o.owner = args.get_or("owner", "");
     o.exit_when_idle = args.flag("exit-when-idle");
 
+    // Tracing, as for serve: each run's spans, continuing the traceparent it was queued with.
+    auto tracer = telemetry::tracer_from_env(args.get_or("otlp-endpoint", ""));
+    if (!tracer) return fail(tracer.err().message);
+
     service_options svc;
+    svc.tracer = *tracer;
     svc.engine.n_threads = static_cast<int>(*threads);
     svc.engine.n_ctx = static_cast<int>(*ctx);
     // A journal line is one round trip to the database, on the run's
@@ -106,6 +112,7 @@ int worker_command(const cli::parsed_args& args) {
     const status st = w.run();
     signals_io.stop();
     signal_thread.join();
+    if (*tracer) (*tracer)->flush(std::chrono::seconds(2));
     const db::worker_stats s = w.stats();
     if (st || s.claimed > 0)
         std::fprintf(stderr, "tachyon worker: %d claimed (%d resumed), %d ended here, %d lost to another worker\n", s.claimed, s.resumed,
@@ -136,6 +143,7 @@ cli::command_spec make_worker_command() {
         {"usage", 0, cli::option_kind::flag, "", "", "print what the runs take in the database (bytes per run) and exit"},
         {"threads", 't', cli::option_kind::value, "N", "1", "inference threads per model (0: automatic)"},
         {"ctx", 'c', cli::option_kind::value, "N", "32768", "KV positions per model, all runs together"},
+        {"otlp-endpoint", 0, cli::option_kind::value, "URL", "", "export the runs' spans as OTLP/HTTP JSON to URL/v1/traces (else OTEL_EXPORTER_OTLP_ENDPOINT)"},
     };
     c.run = worker_command;
     return c;

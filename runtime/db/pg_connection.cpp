@@ -2,6 +2,8 @@
 
 #include <libpq-fe.h>
 
+#include <cstdint>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -104,6 +106,7 @@ struct pg_connection::impl {
     std::optional<asio::posix::stream_descriptor> socket;
     std::optional<asio::steady_timer> timer;
     bool in_notify_wait = false;  // interrupt() ends only a wait for notifications, never a query
+    uint64_t notify_wait_id = 0;  // which wait the deadline timer belongs to
     ~impl() {
         // The descriptor belongs to libpq: Asio lets go of it, PQfinish closes it.
         if (socket && socket->is_open()) socket->release();
@@ -227,9 +230,13 @@ asio::awaitable<result<std::vector<pg_notification>>> pg_connection::async_wait_
     collect();
     if (!out.empty()) co_return out;
     // The timer ends the socket wait: a wait with a deadline, on one thread.
+    // A deadline whose handler was already queued when the socket became
+    // readable runs after this wait ended: it must not cancel what waits on
+    // the socket next (a query's answer).
+    const uint64_t wait_id = ++impl_->notify_wait_id;
     impl_->timer->expires_after(timeout);
-    impl_->timer->async_wait([this](boost::system::error_code ec) {
-        if (!ec) impl_->socket->cancel();
+    impl_->timer->async_wait([this, wait_id](boost::system::error_code ec) {
+        if (!ec && impl_->in_notify_wait && impl_->notify_wait_id == wait_id) impl_->socket->cancel();
     });
     impl_->in_notify_wait = true;
     const bool readable = co_await impl_->wait(asio::posix::stream_descriptor::wait_read);
@@ -244,6 +251,8 @@ asio::awaitable<result<std::vector<pg_notification>>> pg_connection::async_wait_
 
 bool pg_connection::ok() const { return PQstatus(impl_->conn) == CONNECTION_OK; }
 
+bool pg_connection::ready() const { return ok() && PQtransactionStatus(impl_->conn) == PQTRANS_IDLE; }
+
 result<std::unique_ptr<pg_connection>> connection_pool::take() {
     {
         std::lock_guard lock(mutex_);
@@ -257,7 +266,7 @@ result<std::unique_ptr<pg_connection>> connection_pool::take() {
 }
 
 void connection_pool::give_back(std::unique_ptr<pg_connection> c) {
-    if (!c || !c->ok()) return;
+    if (!c || !c->ready()) return;
     std::lock_guard lock(mutex_);
     idle_.push_back(std::move(c));
 }

@@ -2,9 +2,8 @@
 // Asio loop: the query is sent with PQsendQueryParams and its answer read
 // with PQconsumeInput whenever the connection's socket is readable (an
 // Asio stream_descriptor wait), so a coroutine waiting on the database
-// never blocks its thread. exec() is the blocking form, for a caller that
-// must have the answer before it goes on (a journal line, written before
-// anything reports it) and for tests.
+// never blocks its thread. exec() is the blocking form, for a thread of its
+// own (a journal's writer), for migrations and for tests.
 //
 // Contract: one query at a time per connection. A connection is used from
 // one coroutine (or one thread) at a time; give each concurrent user its
@@ -80,6 +79,9 @@ public:
     const std::string& name() const { return name_; }
     // False once the connection to the server is lost.
     bool ok() const;
+    // Connected and idle: no query in flight, no transaction open (what a
+    // pool may hand to its next user).
+    bool ready() const;
 
 private:
     struct impl;

@@ -81,9 +81,9 @@ result<std::vector<call_decision>> parse_decisions_json(const std::string& text,
 }
 
 asio::awaitable<status> enqueue(pg_connection& conn, const std::string& id, const std::string& agent, const std::string& task,
-                                const std::map<std::string, std::string>& inputs) {
-    std::string sql = "INSERT INTO tachyon.runs (id, agent, task, inputs) VALUES ($1, $2, $3, $4)";
-    std::vector<pg_value> params = {id, agent, task, inputs_json(inputs)};
+                                const std::map<std::string, std::string>& inputs, const std::string& traceparent) {
+    std::string sql = "INSERT INTO tachyon.runs (id, agent, task, inputs, traceparent) VALUES ($1, $2, $3, $4, $5)";
+    std::vector<pg_value> params = {id, agent, task, inputs_json(inputs), traceparent.empty() ? pg_value{} : pg_value{traceparent}};
     auto r = co_await conn.async_exec(std::move(sql), std::move(params));
     if (!r) {
         if (is_unique_violation(r.err())) co_return make_error(errc::invalid_argument, "run id '" + id + "': taken");
@@ -283,6 +283,31 @@ result<bool> append_event(pg_connection& conn, const std::string& id, int64_t ep
         return r.err();
     }
     return r->affected == 1;
+}
+
+result<bool> append_events(pg_connection& conn, const std::string& id, int64_t epoch, int64_t first_seq,
+                           const std::vector<std::string_view>& lines) {
+    if (lines.empty()) return true;
+    // The lines as one JSON array: json_array_elements gives each back as
+    // its text was, in order. Fenced as append_event is.
+    std::string array = "[";
+    for (size_t i = 0; i < lines.size(); ++i) {
+        if (i) array += ',';
+        array += lines[i];
+    }
+    array += ']';
+    auto r = conn.exec(
+        "INSERT INTO tachyon.events (run_id, seq, epoch, event)"
+        " SELECT r.id, $2::bigint + l.n - 1, r.lease_epoch, l.event"
+        " FROM tachyon.runs r, json_array_elements($4::json) WITH ORDINALITY AS l(event, n)"
+        " WHERE r.id = $1 AND r.lease_epoch = $3 AND r.state = 'running' FOR SHARE OF r",
+        {id, std::to_string(first_seq), std::to_string(epoch), array});
+    if (!r) {
+        if (is_unique_violation(r.err()))
+            return make_error(errc::invalid_argument, "run '" + id + "': events from seq " + std::to_string(first_seq) + " are in its journal already");
+        return r.err();
+    }
+    return r->affected == static_cast<int64_t>(lines.size());
 }
 
 result<std::vector<std::pair<int64_t, std::string>>> read_events(pg_connection& conn, const std::string& id) {

@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -38,7 +39,9 @@ struct claimed_run {
     int64_t n_events = 0;  // events already in its journal (> 0: resume it)
     int n_claims = 0;      // claims so far, this one included
     // A parked run a serve node sent back to the queue (request_resume):
-    // the decisions to journal as it resumes (maybe none).
+    // the decisions to journal as it resumes (maybe none). They stay in
+    // the database until the run ends, so that the claim after a worker
+    // that died before journaling them finds them again.
     bool resume_requested = false;
     std::vector<call_decision> decisions;
     bool cancel_requested = false;  // a serve node asked for it: the run is to end cancelled
@@ -83,8 +86,10 @@ std::string decisions_json(const std::vector<call_decision>& decisions);
 result<std::vector<call_decision>> parse_decisions_json(const std::string& json, const std::string& run_id);
 
 // Adds a queued run. Fails (errc::invalid_argument) when the id is taken.
+// `traceparent`: the queueing request's trace context, which the worker's
+// spans of the run continue; empty: none (the run starts a trace of its own).
 boost::asio::awaitable<status> enqueue(pg_connection& conn, const std::string& id, const std::string& agent, const std::string& task,
-                                       const std::map<std::string, std::string>& inputs);
+                                       const std::map<std::string, std::string>& inputs, const std::string& traceparent = {});
 // Claims up to `max_runs` runs for `owner`, oldest first: queued ones and
 // running ones whose lease expired.
 boost::asio::awaitable<result<std::vector<claimed_run>>> claim(pg_connection& conn, const std::string& owner,
@@ -119,11 +124,15 @@ boost::asio::awaitable<result<std::vector<std::pair<int64_t, std::string>>>> eve
                                                                                           int64_t from);
 boost::asio::awaitable<result<db_usage>> usage(pg_connection& conn);
 
-// Blocking forms, for the journal sink (a line is written before anything
-// reports it) and for tests.
+// Blocking forms, for the journal's writer thread (db_journal.h) and for
+// tests.
 // Writes one journal line of run `id` under lease `epoch`; false: refused,
 // the epoch is stale (fenced).
 result<bool> append_event(pg_connection& conn, const std::string& id, int64_t epoch, int64_t seq, const std::string& line);
+// Writes consecutive journal lines of run `id`, seq `first_seq` on, in one
+// statement (one round trip, one commit); false: refused, none written.
+result<bool> append_events(pg_connection& conn, const std::string& id, int64_t epoch, int64_t first_seq,
+                           const std::vector<std::string_view>& lines);
 result<std::vector<std::pair<int64_t, std::string>>> read_events(pg_connection& conn, const std::string& id);
 
 }  // namespace tachyon::db

@@ -68,6 +68,11 @@ ALTER TABLE tachyon.runs ADD COLUMN decisions json;
 ALTER TABLE tachyon.runs ADD COLUMN cancel_requested boolean NOT NULL DEFAULT false;
 CREATE INDEX runs_newest ON tachyon.runs (created_at DESC, id DESC);
 )sql"},
+        {4, "the trace context a run was queued with",
+         R"sql(
+-- the W3C traceparent of the request that queued the run: its worker's spans continue that trace (NULL: a trace of its own)
+ALTER TABLE tachyon.runs ADD COLUMN traceparent text;
+)sql"},
     };
     return all;
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <variant>
 #include <vector>
 
@@ -50,6 +51,36 @@ bool valid_agent_name(const std::string& name) {
     for (char c : name)
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.')) return false;
     return true;
+}
+
+// The decisions of a resume that its worker did not journal before it died
+// (it journals run_resume, then each decision): those after the run's last
+// run_end, where it parked, are in the journal already.
+std::vector<call_decision> unjournaled_decisions(const journal::run_log& log, const std::vector<call_decision>& decisions) {
+    size_t from = 0;
+    for (size_t i = 0; i < log.events.size(); ++i)
+        if (std::holds_alternative<journal::run_end_event>(log.events[i].body)) from = i + 1;
+    std::set<std::string> journaled;
+    for (size_t i = from; i < log.events.size(); ++i)
+        if (const auto* d = std::get_if<journal::decision_event>(&log.events[i].body)) journaled.insert(d->call_id);
+    std::vector<call_decision> out;
+    for (const auto& d : decisions)
+        if (!journaled.count(d.call_id)) out.push_back(d);
+    return out;
+}
+
+// The W3C traceparent the run was queued with (schema version 4), for its
+// spans to continue; empty when it had none, or cannot be read (the run
+// then gets a trace of its own).
+asio::awaitable<std::string> queued_traceparent(pg_connection& conn, const std::string& run_id) {
+    // Locals: see run_store.cpp on GCC 12 and temporaries inside co_await.
+    std::string sql = "SELECT coalesce(traceparent, '') AS traceparent FROM tachyon.runs WHERE id = $1";
+    std::vector<pg_value> params;
+    params.emplace_back(run_id);
+    auto r = co_await conn.async_exec(std::move(sql), std::move(params));
+    std::string traceparent;
+    if (r && !r->rows.empty() && r->rows[0].size() == 1 && r->rows[0][0]) traceparent = *r->rows[0][0];
+    co_return traceparent;
 }
 
 std::string default_owner() {
@@ -190,6 +221,10 @@ asio::awaitable<void> worker::impl::start_run(claimed_run c) {
             co_return;
         }
         if (parked_resume) decisions = c.decisions;
+        // Its last worker died resuming it with a person's decisions (the
+        // database keeps them until the run ends): those its journal does
+        // not hold yet go with this resume, so that no one decides twice.
+        else if (c.resume_requested) decisions = unjournaled_decisions(*log, c.decisions);
     }
     auto req = request_for(c, log ? &*log : nullptr, std::move(decisions));
     if (!req) {
@@ -198,6 +233,7 @@ asio::awaitable<void> worker::impl::start_run(claimed_run c) {
         if (f && *f) count(&worker_stats::finished);
         co_return;
     }
+    req->traceparent = co_await queued_traceparent(*conn, c.id);
     active_run a;
     a.claim = c;
     auto cancel = a.cancel;

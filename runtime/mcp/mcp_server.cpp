@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "runtime/common/json_util.h"
 #include "runtime/constrain/json_schema.h"
+#include "runtime/telemetry/trace_context.h"
 #include "tools/mcp/json_rpc.h"
 #include "tools/mcp/mcp_client.h"
 
@@ -110,12 +111,13 @@ struct mcp_server::impl {
     }
 
     // One tools/call, on a worker. Returns the result object.
-    std::string call_tool(const tools::tool& t, const std::string& arguments, const std::atomic<bool>& cancel) {
+    std::string call_tool(const tools::tool& t, const std::string& arguments, const std::atomic<bool>& cancel, const std::string& traceparent) {
         auto schema = json_schema::parse(t.parameters_schema(), std::string(t.name()), "argument");
         if (!schema) return mcp_text_result("tool " + std::string(t.name()) + " declares a bad schema: " + schema.err().message, true);
         if (auto valid = schema->validate(arguments); !valid) return mcp_text_result(valid.err().message, true);
         tools::call_context ctx;
         ctx.cancel = &cancel;
+        ctx.traceparent = traceparent;
         result<std::string> r = make_error(errc::internal, "tool threw");
         try {
             r = const_cast<tools::tool&>(t).invoke(arguments, ctx);
@@ -126,7 +128,8 @@ struct mcp_server::impl {
     }
 
     std::string call_agent(const std::shared_ptr<const agent_definition>& agent, const std::string& arguments,
-                           const std::shared_ptr<std::atomic<bool>>& cancel, const std::string& progress_token, const sender& reply) {
+                           const std::shared_ptr<std::atomic<bool>>& cancel, const std::string& progress_token, const sender& reply,
+                           const std::string& traceparent) {
         simdjson::dom::parser parser;
         element args;
         if (parser.parse(simdjson::padded_string(arguments)).get(args) || args.type() != element_type::OBJECT)
@@ -136,6 +139,7 @@ struct mcp_server::impl {
         run_request req;
         req.agent = agent;
         req.journal_dir = options.journal_dir;
+        req.traceparent = traceparent;
         for (auto field : args.get_object()) {
             const std::string value(field.value.get_string().value());
             if (field.key == "task") req.task = value;
@@ -159,6 +163,31 @@ struct mcp_server::impl {
         return mcp_text_result(text, false, object && !agent->output_schema.empty() ? std::string_view(out.answer) : std::string_view());
     }
 
+    // A tools/call span as the MCP semantic conventions name it (server side).
+    void end_call_span(const telemetry::span_start& where, std::chrono::steady_clock::time_point started, const std::string& tool,
+                       const std::string& id, const std::string& result, bool cancelled) {
+        telemetry::span s;
+        s.context = where.context;
+        s.parent = where.parent;
+        s.name = "tools/call " + tool;
+        s.kind = telemetry::span_kind::server;
+        s.start_unix_nano = options.tracer->unix_nanos(started);
+        s.end_unix_nano = options.tracer->unix_nanos(std::chrono::steady_clock::now());
+        s.set("mcp.method.name", std::string("tools/call"));
+        s.set("gen_ai.operation.name", std::string("execute_tool"));
+        s.set("gen_ai.tool.name", tool);
+        s.set("jsonrpc.request.id", id.size() >= 2 && id.front() == '"' ? id.substr(1, id.size() - 2) : id);
+        if (cancelled) {
+            s.set("error.type", std::string("cancelled"));
+            s.status = telemetry::status_code::error;
+            s.status_message = "cancelled";
+        } else if (result.ends_with(",\"isError\":true}")) {
+            s.set("error.type", std::string("tool_error"));
+            s.status = telemetry::status_code::error;
+        }
+        options.tracer->end(std::move(s));
+    }
+
     void on_call(const tools::mcp::message& m, const sender& reply) {
         simdjson::dom::parser parser;
         element params;
@@ -167,7 +196,12 @@ struct mcp_server::impl {
             return reply(tools::mcp::make_error_response(m.id, tools::mcp::k_invalid_params, "tools/call needs params {\"name\": ..., \"arguments\": {...}}"));
         element a, meta, token;
         const std::string arguments = !params["arguments"].get(a) ? simdjson::minify(a) : "{}";
-        const std::string progress = !params["_meta"].get(meta) && !meta["progressToken"].get(token) ? simdjson::minify(token) : "";
+        const bool has_meta = !params["_meta"].get(meta) && meta.is_object();
+        const std::string progress = has_meta && !meta["progressToken"].get(token) ? simdjson::minify(token) : "";
+        std::string_view caller_trace;
+        // Only a well-formed one goes on (into the run, and the headers of a tool's own requests).
+        if (has_meta && meta["traceparent"].get_string().get(caller_trace)) caller_trace = {};
+        if (!caller_trace.empty() && !telemetry::parse_traceparent(caller_trace)) caller_trace = {};
         std::shared_ptr<tools::tool> tool;
         std::shared_ptr<const agent_definition> agent;
         for (const auto& t : options.tools)
@@ -184,8 +218,18 @@ struct mcp_server::impl {
             running[m.id] = cancel;
             ++n_calls;
         }
-        boost::asio::post(*workers, [this, id = m.id, tool, agent, arguments, progress, cancel, reply] {
-            std::string r = tool ? call_tool(*tool, arguments, *cancel) : call_agent(agent, arguments, cancel, progress, reply);
+        boost::asio::post(*workers, [this, id = m.id, name = std::string(name), tool, agent, arguments, progress, cancel, reply,
+                                     caller = std::string(caller_trace)] {
+            // The call's server span, a child of the caller's; what the call does is a child of it.
+            telemetry::span_start where;
+            std::string traceparent = caller;
+            if (options.tracer) {
+                where = options.tracer->start_root(caller);
+                traceparent = telemetry::format_traceparent(where.context);
+            }
+            const auto started = std::chrono::steady_clock::now();
+            std::string r = tool ? call_tool(*tool, arguments, *cancel, traceparent) : call_agent(agent, arguments, cancel, progress, reply, traceparent);
+            if (options.tracer) end_call_span(where, started, name, id, r, cancel->load());
             {
                 std::lock_guard lock(mutex);
                 running.erase(id);  // the id is free again before its answer arrives
@@ -222,7 +266,7 @@ struct mcp_server::impl {
                 for (const auto& v : tools::mcp::supported_protocol_versions())
                     if (v == asked) version = v;
             return reply(tools::mcp::make_response(m.id, "{\"protocolVersion\":" + json::quote(version) +
-                                                     ",\"capabilities\":{\"tools\":{\"listChanged\":false}},"
+                                                     ",\"capabilities\":{\"tools\":{\"listChanged\":" + (options.tools_list_changed ? "true" : "false") + "}},"
                                                      "\"serverInfo\":{\"name\":\"tachyon\",\"version\":\"0.1.0\"}}"));
         }
         if (m.method == "ping") return reply(tools::mcp::make_response(m.id, "{}"));

@@ -11,6 +11,11 @@
 //    text and, for an agent with an output schema, as structuredContent.
 // Calls run on workers (the server's own, or a pool the transport shares
 // between sessions), so that a cancellation can arrive while they do.
+// A tools/call continues the trace context the caller put in
+// params._meta.traceparent (MCP semantic conventions of OpenTelemetry):
+// with a tracer, as a server span "tools/call <tool>" the agent's run (or
+// the tool's own outgoing calls) is a child of; without one, the run's
+// spans continue the caller's trace directly.
 #pragma once
 
 #include <functional>
@@ -22,6 +27,7 @@
 
 #include "runtime/agent/agent_def.h"
 #include "runtime/agent/agent_service.h"
+#include "runtime/telemetry/tracer.h"
 #include "tools/core/tool.h"
 
 namespace boost::asio {
@@ -42,6 +48,11 @@ struct mcp_server_options {
     // Set: the agents' path inputs must resolve inside one of these
     // directories (check_run_inputs' confinement), as for a remote caller.
     std::optional<input_confinement> confinement;
+    // The transport may tell of tool list changes (notifications/tools/list_changed):
+    // initialize offers the tools capability's listChanged.
+    bool tools_list_changed = false;
+    // Set: each tools/call is exported as a server span (null: none).
+    std::shared_ptr<telemetry::tracer> tracer;
 };
 
 class mcp_server {

@@ -37,21 +37,44 @@ constexpr int64_t k_mcp_parse_error = -32700;
 constexpr int64_t k_mcp_invalid_request = -32600;
 constexpr int64_t k_mcp_server_error = -32000;
 
-// What answers one request: its progress notifications, then its response.
-// Workers push; the POST's coroutine drains it on its strand.
-struct mcp_channel {
-    std::mutex mutex;
-    std::deque<std::string> messages;
-    bool answered = false;  // the response is among `messages` (or was sent)
-    bool closed = false;    // no response will come: cancelled, or the session ended
-    std::function<void()> wake;  // posts to the waiting coroutine's strand
+constexpr size_t k_mcp_stream_history = 256;  // events kept per stream, for a client that resumes
+constexpr size_t k_mcp_kept_streams = 32;     // answered POST streams kept per session, for the same
 
+// One event stream of a session: the answer to one POST request (numbers
+// 1, 2, ...: the call's progress notifications, then its response), or the
+// session's standalone stream (number 0, read with GET /mcp: messages tied
+// to no request, such as notifications/tools/list_changed). Its events are
+// numbered from 1; an event's SSE id is "<stream>-<event>", unique in the
+// session. The last k_mcp_stream_history events are kept, so that a client
+// whose connection broke resumes with GET and Last-Event-ID. One connection
+// writes a stream at a time: a newer one (a resumption) takes it over and
+// the older one ends. Workers push; the writing coroutine reads on its strand.
+struct mcp_channel {
+    uint64_t number = 0;
+    std::mutex mutex;
+    std::deque<std::string> history;  // events first_event, first_event + 1, ...
+    uint64_t first_event = 1;
+    bool answered = false;  // the response is in `history`
+    bool closed = false;    // no response will come: cancelled, or the session ended
+    uint64_t delivered = 0; // the last event a connection was sent
+    uint64_t writer = 0;    // counts the connections that took the stream; the last one writes
+    std::function<void()> wake;  // posts to the writing connection's strand
+
+    uint64_t last_event_locked() const { return first_event + history.size() - 1; }  // 0: none yet
+    bool finished() {
+        std::lock_guard lock(mutex);
+        return answered || closed;
+    }
     void push(std::string m, bool response) {
         std::function<void()> w;
         {
             std::lock_guard lock(mutex);
             if (answered || closed) return;
-            messages.push_back(std::move(m));
+            history.push_back(std::move(m));
+            if (history.size() > k_mcp_stream_history) {
+                history.pop_front();
+                ++first_event;
+            }
             answered = response;
             w = wake;
         }
@@ -66,7 +89,44 @@ struct mcp_channel {
         }
         if (w) w();
     }
+    // Makes the caller the stream's writer; returns its turn. The writer
+    // before it is woken, finds it has been replaced, and ends its response.
+    uint64_t attach(std::function<void()> w) {
+        std::function<void()> before;
+        uint64_t turn;
+        {
+            std::lock_guard lock(mutex);
+            before = std::move(wake);
+            wake = std::move(w);
+            turn = ++writer;
+        }
+        if (before) before();
+        return turn;
+    }
+    void detach(uint64_t turn) {
+        std::lock_guard lock(mutex);
+        if (writer == turn) wake = nullptr;
+    }
+    bool has_writer() {
+        std::lock_guard lock(mutex);
+        return static_cast<bool>(wake);
+    }
 };
+
+std::string mcp_event_id(uint64_t stream, uint64_t event) { return std::to_string(stream) + "-" + std::to_string(event); }
+
+// "3-17" -> {3, 17}; nullopt for anything else.
+std::optional<std::pair<uint64_t, uint64_t>> parse_mcp_event_id(std::string_view id) {
+    const size_t dash = id.find('-');
+    if (dash == std::string_view::npos || dash == 0 || dash + 1 == id.size()) return std::nullopt;
+    auto number = [](std::string_view d) -> std::optional<uint64_t> {
+        if (d.size() > 18 || d.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+        return std::stoull(std::string(d));
+    };
+    auto stream = number(id.substr(0, dash)), event = number(id.substr(dash + 1));
+    if (!stream || !event) return std::nullopt;
+    return std::pair{*stream, *event};
+}
 
 struct mcp_session {
     std::string id;
@@ -74,7 +134,10 @@ struct mcp_session {
     std::unique_ptr<mcp_server> server;
     std::mutex mutex;
     mcp_clock::time_point last_used = mcp_clock::now();
-    std::map<std::string, std::weak_ptr<mcp_channel>> open;  // request id -> its channel
+    std::map<std::string, std::shared_ptr<mcp_channel>> open;     // request id -> the stream answering it, until answered
+    std::map<uint64_t, std::shared_ptr<mcp_channel>> streams;     // POST streams by number, the latest kept for resumption
+    std::shared_ptr<mcp_channel> standalone = std::make_shared<mcp_channel>();  // number 0
+    uint64_t n_streams = 0;
     bool ended = false;
 
     void touch() {
@@ -83,8 +146,17 @@ struct mcp_session {
     }
     bool idle_since(mcp_clock::time_point t) {
         std::lock_guard lock(mutex);
-        std::erase_if(open, [](const auto& kv) { return kv.second.expired(); });
-        return open.empty() && last_used < t;
+        std::erase_if(open, [](const auto& kv) { return kv.second->finished(); });
+        return open.empty() && !standalone->has_writer() && last_used < t;
+    }
+    // A new POST stream, kept for resumption; the oldest answered ones give way.
+    std::shared_ptr<mcp_channel> new_stream_locked() {
+        auto c = std::make_shared<mcp_channel>();
+        c->number = ++n_streams;
+        streams[c->number] = c;
+        for (auto it = streams.begin(); streams.size() > k_mcp_kept_streams && it != streams.end();)
+            it = it->second->finished() ? streams.erase(it) : std::next(it);
+        return c;
     }
     // Cancels the calls, waits for them and ends their streams. Blocks.
     void end() {
@@ -94,13 +166,16 @@ struct mcp_session {
             ended = true;
         }
         server->shutdown();
-        std::map<std::string, std::weak_ptr<mcp_channel>> left;
+        std::map<std::string, std::shared_ptr<mcp_channel>> left;
+        std::map<uint64_t, std::shared_ptr<mcp_channel>> kept;
         {
             std::lock_guard lock(mutex);
             left.swap(open);
+            kept.swap(streams);
         }
-        for (auto& [id, w] : left)
-            if (auto c = w.lock()) c->close();
+        for (auto& [id, c] : left) c->close();
+        for (auto& [n, c] : kept) c->close();
+        standalone->close();
     }
 };
 
@@ -153,6 +228,7 @@ struct mcp_endpoint::impl {
 
     explicit impl(mcp_endpoint_options o) : options(std::move(o)), workers(static_cast<size_t>(std::max(1, options.n_workers))) {
         options.server.pool = &workers;
+        options.server.tools_list_changed = true;  // notify() sends it on the standalone stream
     }
 
     void end_later(std::shared_ptr<mcp_session> s) {
@@ -184,10 +260,8 @@ struct mcp_endpoint::impl {
                                                             "); end one with DELETE /mcp or retry later");
         auto s = std::make_shared<mcp_session>();
         s->id = random_mcp_session_id();
-        auto server = mcp_server::make(options.server, [id = s->id](std::string m) {
-            // Every answer goes to its POST's channel; nothing else is sent.
-            TACHYON_LOG(debug, "mcp session " << id << ": dropped a message with no request: " << m.substr(0, 200));
-        });
+        // Answers go to their POST's stream; what the server sends on its own, to the standalone one.
+        auto server = mcp_server::make(options.server, [standalone = s->standalone](std::string m) { standalone->push(std::move(m), false); });
         if (!server) return server.err();
         s->server = std::move(server).value();
         sessions[s->id] = s;
@@ -212,7 +286,7 @@ struct mcp_endpoint::impl {
         res.set(bhttp::field::server, "tachyon");
         if (!content_type.empty()) res.set(bhttp::field::content_type, content_type);
         if (!session_id.empty()) res.set("MCP-Session-Id", session_id);
-        if (status == bhttp::status::method_not_allowed) res.set(bhttp::field::allow, "POST, DELETE");
+        if (status == bhttp::status::method_not_allowed) res.set(bhttp::field::allow, "GET, POST, DELETE");
         res.keep_alive(req.keep_alive() && !stopping);
         res.body() = std::move(body);
         res.prepare_payload();
@@ -229,7 +303,19 @@ struct mcp_endpoint::impl {
         co_return co_await write(stream, req, status, tools::mcp::make_error_response(id, code, message), "application/json", stopping);
     }
 
+    void notify(const std::string& message) {
+        std::vector<std::shared_ptr<mcp_session>> all;
+        {
+            std::lock_guard lock(mutex);
+            for (auto& [id, s] : sessions) all.push_back(s);
+        }
+        for (auto& s : all) s->standalone->push(message, false);
+    }
+
     asio::awaitable<bool> serve(beast::tcp_stream& stream, request_t& req, bool stopping);
+    asio::awaitable<bool> open_stream(beast::tcp_stream& stream, request_t& req, const std::string& session_id, bool stopping);
+    asio::awaitable<bool> write_stream(beast::tcp_stream& stream, const request_t& req, std::shared_ptr<mcp_channel> c, uint64_t next,
+                                       bool prime, bool stopping);
     asio::awaitable<bool> answer(beast::tcp_stream& stream, request_t& req, const std::shared_ptr<mcp_session>& s,
                                  const tools::mcp::message& m, bool stopping);
 };
@@ -243,10 +329,10 @@ asio::awaitable<bool> mcp_endpoint::impl::serve(beast::tcp_stream& stream, reque
                                       "Origin '" + origin + "' is not allowed (expected a loopback origin such as http://localhost)", stopping);
     }
     const auto method = req.method();
-    if (method != bhttp::verb::post && method != bhttp::verb::delete_)
+    if (method != bhttp::verb::post && method != bhttp::verb::delete_ && method != bhttp::verb::get)
         co_return co_await refuse(stream, req, bhttp::status::method_not_allowed, k_mcp_server_error,
-                                  "method " + std::string(req.method_string()) + " not allowed on /mcp (expected POST, or DELETE to end a session; "
-                                  "this server sends no stream outside the answers to requests)", stopping);
+                                  "method " + std::string(req.method_string()) + " not allowed on /mcp (expected POST, GET for the session's "
+                                  "event stream, or DELETE to end a session)", stopping);
     if (auto it = req.find("MCP-Protocol-Version"); it != req.end()) {
         const std::string v(it->value());
         const auto& known = tools::mcp::supported_protocol_versions();
@@ -260,6 +346,7 @@ asio::awaitable<bool> mcp_endpoint::impl::serve(beast::tcp_stream& stream, reque
     std::string session_id;
     if (auto it = req.find("MCP-Session-Id"); it != req.end()) session_id = std::string(it->value());
 
+    if (method == bhttp::verb::get) co_return co_await open_stream(stream, req, session_id, stopping);
     if (method == bhttp::verb::delete_) {
         if (session_id.empty())
             co_return co_await refuse(stream, req, bhttp::status::bad_request, k_mcp_invalid_request, "DELETE /mcp needs the MCP-Session-Id header", stopping);
@@ -294,6 +381,11 @@ asio::awaitable<bool> mcp_endpoint::impl::serve(beast::tcp_stream& stream, reque
         }
         std::string answer;
         (*s)->server->handle(body, [&answer](std::string a) { answer = std::move(a); });  // answered at once
+        if (auto p = tools::mcp::parse_message(answer); p && p->type == tools::mcp::message::kind::response) {
+            simdjson::dom::parser parser;
+            std::string_view v;
+            if (!parser.parse(simdjson::padded_string(p->result))["protocolVersion"].get_string().get(v)) (*s)->version = std::string(v);
+        }
         co_return co_await write(stream, req, bhttp::status::ok, std::move(answer), "application/json", stopping, (*s)->id);
     }
     if (session_id.empty())
@@ -313,7 +405,7 @@ asio::awaitable<bool> mcp_endpoint::impl::serve(beast::tcp_stream& stream, reque
                 std::shared_ptr<mcp_channel> c;
                 {
                     std::lock_guard lock(s->mutex);
-                    if (auto it = s->open.find(simdjson::minify(id)); it != s->open.end()) c = it->second.lock();
+                    if (auto it = s->open.find(simdjson::minify(id)); it != s->open.end()) c = it->second;
                 }
                 s->server->handle(body);
                 if (c) c->close();
@@ -326,72 +418,88 @@ asio::awaitable<bool> mcp_endpoint::impl::serve(beast::tcp_stream& stream, reque
     co_return co_await answer(stream, req, s, m, stopping);
 }
 
-// A request: its answer as JSON when it comes at once (or the client reads
-// no event stream), else an event stream of its progress and its answer.
-asio::awaitable<bool> mcp_endpoint::impl::answer(beast::tcp_stream& stream, request_t& req, const std::shared_ptr<mcp_session>& s,
-                                                 const tools::mcp::message& m, bool stopping) {
+// GET /mcp: the session's standalone stream from now on (409 while it is
+// open), or, with Last-Event-ID, the stream that event belongs to
+// (standalone or a POST's) from the event after it: what the client missed
+// is replayed, then the stream goes on. A resumption takes the stream over
+// and the connection writing it before ends (a message goes out on one
+// connection only). A POST's stream that has ended with nothing after that
+// event is 410.
+asio::awaitable<bool> mcp_endpoint::impl::open_stream(beast::tcp_stream& stream, request_t& req, const std::string& session_id, bool stopping) {
+    if (session_id.empty())
+        co_return co_await refuse(stream, req, bhttp::status::bad_request, k_mcp_invalid_request,
+                                  "GET /mcp: the MCP-Session-Id header is missing (initialize first; its answer carries the id)", stopping);
+    auto s = find(session_id);
+    if (!s)
+        co_return co_await refuse(stream, req, bhttp::status::not_found, k_mcp_invalid_request,
+                                  "MCP session '" + session_id + "' not found (ended or expired): initialize again", stopping);
+    const auto accept = req.find(bhttp::field::accept);
+    if (accept == req.end() || std::string_view(accept->value().data(), accept->value().size()).find("text/event-stream") == std::string_view::npos)
+        co_return co_await refuse(stream, req, bhttp::status::not_acceptable, k_mcp_invalid_request,
+                                  "GET /mcp: the Accept header must allow text/event-stream (GET opens the session's event stream)", stopping);
+    s->touch();
+    const auto last = req.find("Last-Event-ID");
+    if (last == req.end()) {
+        // One GET stream per session: a second one is refused; a client
+        // whose connection broke resumes (with the id it has) and takes it over.
+        if (s->standalone->has_writer())
+            co_return co_await refuse(stream, req, bhttp::status::conflict, k_mcp_invalid_request,
+                                      "GET /mcp: this session's event stream is open already (one at a time; a client that lost it "
+                                      "resumes it with Last-Event-ID)", stopping);
+        // What no connection was sent yet (no GET was open) comes first.
+        uint64_t next;
+        {
+            std::lock_guard lock(s->standalone->mutex);
+            next = s->standalone->delivered + 1;
+        }
+        co_return co_await write_stream(stream, req, s->standalone, next, true, stopping);
+    }
+    const std::string last_id(last->value());
+    const auto parsed = parse_mcp_event_id(last_id);
+    std::shared_ptr<mcp_channel> c;
+    if (parsed && parsed->first == 0) {
+        c = s->standalone;
+    } else if (parsed) {
+        std::lock_guard lock(s->mutex);
+        if (auto it = s->streams.find(parsed->first); it != s->streams.end()) c = it->second;
+    }
+    if (!c)
+        co_return co_await refuse(stream, req, bhttp::status::bad_request, k_mcp_invalid_request,
+                                  "GET /mcp: Last-Event-ID '" + last_id + "' names no event stream of this session (expected an id this session sent, "
+                                  "such as 3-1; the last " + std::to_string(k_mcp_kept_streams) + " answered streams are kept)", stopping);
+    bool ended = false;
+    {
+        std::lock_guard lock(c->mutex);
+        ended = (c->answered || c->closed) && parsed->second >= c->last_event_locked();
+    }
+    // A POST's stream that has ended (answered, or its call cancelled) with nothing after that event: gone, so a client stops resuming it.
+    if (ended)
+        co_return co_await refuse(stream, req, bhttp::status::gone, k_mcp_invalid_request,
+                                  "GET /mcp: the event stream of '" + last_id + "' has ended and nothing follows that event", stopping);
+    co_return co_await write_stream(stream, req, c, parsed->second + 1, false, stopping);
+}
+
+// Writes `c`'s events from number `next` on as an event stream, `prime`:
+// first an event with an id and no data, that a client can resume from
+// before any message came (MCP 2025-11-25). It ends after a POST stream's
+// response, when the stream closes, or when a newer connection takes the
+// stream over; a client gone (a write fails) leaves the call running, for a
+// resumption to pick up (cancelling is notifications/cancelled's job).
+asio::awaitable<bool> mcp_endpoint::impl::write_stream(beast::tcp_stream& stream, const request_t& req, std::shared_ptr<mcp_channel> c,
+                                                       uint64_t next, bool prime, bool stopping) {
     auto ex = co_await asio::this_coro::executor;
     auto signal = std::make_shared<asio::steady_timer>(ex);
-    auto c = std::make_shared<mcp_channel>();
-    {
-        std::weak_ptr<asio::steady_timer> weak = signal;
-        c->wake = [ex, weak] {
-            asio::post(ex, [weak] {
-                if (auto t = weak.lock()) t->cancel();
-            });
-        };
-    }
-    bool ended = false, taken = false;
-    {
-        std::lock_guard lock(s->mutex);
-        ended = s->ended;
-        auto it = s->open.find(m.id);
-        taken = it != s->open.end() && !it->second.expired();
-        if (!ended && !taken) s->open[m.id] = c;
-    }
-    if (ended) co_return co_await refuse(stream, req, bhttp::status::not_found, k_mcp_invalid_request, "MCP session '" + s->id + "' has ended", stopping);
-    if (taken)
-        co_return co_await refuse(stream, req, bhttp::status::bad_request, k_mcp_invalid_request,
-                                  "request id " + m.id + " is already in use by a request of this session", stopping, m.id);
-    struct forget {
-        std::shared_ptr<mcp_session> s;
-        std::string id;
-        ~forget() {
-            std::lock_guard lock(s->mutex);
-            s->open.erase(id);
-        }
-    } forget_guard{s, m.id};  // after the checks above: the entry is this request's
-    auto is_response = [](const std::string& text) {
-        auto p = tools::mcp::parse_message(text);
-        return p && (p->type == tools::mcp::message::kind::response || p->type == tools::mcp::message::kind::error);
-    };
-    s->server->handle(req.body(), [c, is_response](std::string text) {
-        const bool response = is_response(text);
-        c->push(std::move(text), response);
+    std::weak_ptr<asio::steady_timer> weak = signal;
+    const uint64_t turn = c->attach([ex, weak] {
+        asio::post(ex, [weak] {
+            if (auto t = weak.lock()) t->cancel();
+        });
     });
-    auto take = [&c](std::deque<std::string>& out, bool& answered, bool& closed) {
-        std::lock_guard lock(c->mutex);
-        out.swap(c->messages);
-        answered = c->answered;
-        closed = c->closed;
-    };
-    std::deque<std::string> batch;
-    bool answered = false, closed = false;
-    take(batch, answered, closed);
-    const bool streamed = mcp_accepts(req, "text/event-stream");
-    if ((answered && batch.size() == 1) || !streamed) {
-        // At once (tools/list, ping, a refused call), or a client that reads JSON only: wait, drop progress.
-        while (!answered && !closed) {
-            signal->expires_after(options.heartbeat);
-            co_await signal->async_wait(mcp_use_tuple);
-            std::deque<std::string> more;
-            take(more, answered, closed);
-            for (auto& x : more) batch.push_back(std::move(x));
-        }
-        if (!answered)
-            co_return co_await refuse(stream, req, bhttp::status::ok, k_mcp_server_error, "the call was cancelled or its session ended", stopping, m.id);
-        co_return co_await write(stream, req, bhttp::status::ok, std::move(batch.back()), "application/json", stopping);
-    }
+    struct detach_guard {
+        std::shared_ptr<mcp_channel> c;
+        uint64_t turn;
+        ~detach_guard() { c->detach(turn); }
+    } guard{c, turn};
 
     bhttp::response<bhttp::empty_body> res{bhttp::status::ok, req.version()};
     res.set(bhttp::field::server, "tachyon");
@@ -404,20 +512,35 @@ asio::awaitable<bool> mcp_endpoint::impl::answer(beast::tcp_stream& stream, requ
     bhttp::response_serializer<bhttp::empty_body> sr{res};
     stream.expires_after(options.write_timeout);
     auto [ec, n] = co_await bhttp::async_write_header(stream, sr, mcp_use_tuple);
+    std::string text;
+    if (prime) text = "id: " + mcp_event_id(c->number, next - 1) + "\nretry: " + std::to_string(options.retry.count()) + "\ndata: \n\n";
     bool done = false;
     while (!ec) {
-        // Taken again right before waiting (no suspension in between): what
+        // Taken right before waiting (no suspension in between): what
         // arrived during a write is not left for the next heartbeat.
-        if (batch.empty()) take(batch, answered, closed);
-        if (!batch.empty()) {
-            std::string text;
-            for (const auto& x : batch) text += "event: message\ndata: " + x + "\n\n";
-            batch.clear();
+        bool finished = false, replaced = false;
+        {
+            std::lock_guard lock(c->mutex);
+            if (next < c->first_event) {
+                TACHYON_LOG(info, "mcp stream " << c->number << ": events " << next << " to " << c->first_event - 1 << " are no longer kept");
+                next = c->first_event;
+            }
+            for (; next <= c->last_event_locked(); ++next)
+                text += "id: " + mcp_event_id(c->number, next) + "\nevent: message\ndata: " + c->history[next - c->first_event] + "\n\n";
+            finished = c->answered || c->closed;
+            replaced = c->writer != turn;
+        }
+        if (!text.empty()) {
             stream.expires_after(options.write_timeout);
             std::tie(ec, n) = co_await asio::async_write(stream, bhttp::make_chunk(asio::buffer(text)), mcp_use_tuple);
+            text.clear();
+            if (!ec) {
+                std::lock_guard lock(c->mutex);
+                c->delivered = std::max(c->delivered, next - 1);
+            }
             continue;
         }
-        if (answered || closed) {
+        if (finished || replaced) {
             done = true;
             break;
         }
@@ -430,14 +553,74 @@ asio::awaitable<bool> mcp_endpoint::impl::answer(beast::tcp_stream& stream, requ
             std::tie(ec, n) = co_await asio::async_write(stream, bhttp::make_chunk(asio::buffer(ping)), mcp_use_tuple);
         }
     }
-    if (!done) {
-        // The client is gone: its call is cancelled, as notifications/cancelled would.
-        s->server->handle(tools::mcp::make_notification("notifications/cancelled", "{\"requestId\":" + m.id + ",\"reason\":\"the client closed the stream\"}"));
-        co_return false;
-    }
+    if (!done) co_return false;  // the client is gone
     stream.expires_after(options.write_timeout);
     std::tie(ec, n) = co_await asio::async_write(stream, bhttp::make_chunk_last(), mcp_use_tuple);
     co_return !ec && keep;
+}
+
+// A request: its answer as JSON when it comes at once (or the client reads
+// no event stream), else an event stream of its progress and its answer.
+asio::awaitable<bool> mcp_endpoint::impl::answer(beast::tcp_stream& stream, request_t& req, const std::shared_ptr<mcp_session>& s,
+                                                 const tools::mcp::message& m, bool stopping) {
+    const bool streamed = mcp_accepts(req, "text/event-stream");
+    std::shared_ptr<mcp_channel> c;
+    bool ended = false, taken = false;
+    {
+        std::lock_guard lock(s->mutex);
+        ended = s->ended;
+        auto it = s->open.find(m.id);
+        taken = it != s->open.end() && !it->second->finished();
+        if (!ended && !taken) {
+            std::erase_if(s->open, [](const auto& kv) { return kv.second->finished(); });
+            c = streamed ? s->new_stream_locked() : std::make_shared<mcp_channel>();
+            s->open[m.id] = c;
+        }
+    }
+    if (ended) co_return co_await refuse(stream, req, bhttp::status::not_found, k_mcp_invalid_request, "MCP session '" + s->id + "' has ended", stopping);
+    if (taken)
+        co_return co_await refuse(stream, req, bhttp::status::bad_request, k_mcp_invalid_request,
+                                  "request id " + m.id + " is already in use by a request of this session", stopping, m.id);
+    auto is_response = [](const std::string& text) {
+        auto p = tools::mcp::parse_message(text);
+        return p && (p->type == tools::mcp::message::kind::response || p->type == tools::mcp::message::kind::error);
+    };
+    s->server->handle(req.body(), [c, is_response](std::string text) {
+        const bool response = is_response(text);
+        c->push(std::move(text), response);
+    });
+    bool at_once = false;
+    {
+        std::lock_guard lock(c->mutex);
+        at_once = c->answered && c->history.size() == 1;
+    }
+    if (streamed && !at_once) co_return co_await write_stream(stream, req, c, 1, s->version >= "2025-11-25", stopping);
+
+    // At once (tools/list, ping, a refused call), or a client that reads JSON only: wait, drop progress.
+    auto ex = co_await asio::this_coro::executor;
+    auto signal = std::make_shared<asio::steady_timer>(ex);
+    std::weak_ptr<asio::steady_timer> weak = signal;
+    const uint64_t turn = c->attach([ex, weak] {
+        asio::post(ex, [weak] {
+            if (auto t = weak.lock()) t->cancel();
+        });
+    });
+    std::string response;
+    bool closed = false;
+    while (true) {
+        {
+            std::lock_guard lock(c->mutex);
+            if (c->answered) response = c->history.back();
+            closed = c->closed;
+        }
+        if (!response.empty() || closed) break;
+        signal->expires_after(options.heartbeat);
+        co_await signal->async_wait(mcp_use_tuple);
+    }
+    c->detach(turn);
+    if (response.empty())
+        co_return co_await refuse(stream, req, bhttp::status::ok, k_mcp_server_error, "the call was cancelled or its session ended", stopping, m.id);
+    co_return co_await write(stream, req, bhttp::status::ok, std::move(response), "application/json", stopping);
 }
 
 result<std::unique_ptr<mcp_endpoint>> mcp_endpoint::make(mcp_endpoint_options options) {
@@ -466,6 +649,19 @@ void mcp_endpoint::shutdown() {
     for (auto& [id, s] : all) s->end();
     impl_->closer.join();
     impl_->workers.join();
+}
+
+void mcp_endpoint::end_get_streams() {
+    std::vector<std::shared_ptr<mcp_session>> all;
+    {
+        std::lock_guard lock(impl_->mutex);
+        for (auto& [id, s] : impl_->sessions) all.push_back(s);
+    }
+    for (auto& s : all) s->standalone->close();
+}
+
+void mcp_endpoint::notify(std::string_view method, std::string_view params_json) {
+    impl_->notify(tools::mcp::make_notification(method, params_json));
 }
 
 size_t mcp_endpoint::n_sessions() const {

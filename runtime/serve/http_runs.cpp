@@ -9,13 +9,19 @@
 #include <thread>
 #include <variant>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include "base/log.h"
+#include "runtime/common/async_flag.h"
 #include "runtime/common/json_util.h"
 #include "runtime/agent/run_report.h"
 #include "runtime/agent/tool_catalog.h"
 #include "runtime/db/db_journal.h"
 
 namespace tachyon::http {
+namespace asio = boost::asio;
 namespace {
 
 bool valid_agent_name(std::string_view name) {
@@ -79,10 +85,7 @@ bool run_record::finished() const {
     return done_;
 }
 
-void run_record::cancel() {
-    cancel_->store(true);
-    if (cancel_hook_) cancel_hook_();
-}
+void run_record::cancel() { cancel_->store(true); }
 
 int64_t run_record::created() const {
     std::lock_guard lock(mutex_);
@@ -189,128 +192,195 @@ run_registry::run_registry(agent_service& service, run_registry_options options,
     : service_(service), options_(std::move(options)), metrics_(m) {}
 
 run_registry::~run_registry() {
-    db_.reset();  // its listener calls back into this registry: stopped first
-}
-
-status run_registry::open_database() {
-    if (options_.db_url.empty()) return {};
-    auto d = db::run_directory::open(options_.db_url, [this](const std::string& id) { refresh_from_db(id); });
-    if (!d) return d.err();
-    db_ = std::move(d).value();
-    return {};
+    // Its listener and the refreshes it started call back into this
+    // registry: they end first.
+    if (db_) db_->close();
+    db_.reset();
 }
 
 namespace {
+
 // "queued" and "running" are the database's states of a run not yet ended.
 bool db_run_ended(const std::string& state) { return state != "queued" && state != "running"; }
+
+// The calls a parked run waits on, from its journal lines (all of them); [] otherwise.
+std::string db_pending_json(const db::run_row& row, const std::vector<std::pair<int64_t, std::string>>& lines) {
+    auto parsed = journal::parse_run_state(row.state);
+    if (!parsed || !journal::is_parked(*parsed)) return "[]";
+    auto log = db::journal_of_lines(row.id, lines);
+    return log ? pending_json(log->pending()) : std::string("[]");
+}
+
+// A blocking call on a registry with a database: the caller's mistake, refused.
+error needs_async(std::string_view what) {
+    return make_error(errc::unsupported, "run_registry::" + std::string(what) + " with a database: use its awaitable form (async_" +
+                                             std::string(what) + ")");
+}
+
 }  // namespace
 
-void run_registry::refresh_from_db(const std::string& id) const {
-    std::lock_guard lock(db_mutex_);
-    auto it = watched_.find(id);
-    if (it == watched_.end()) return;
-    auto record = it->second.lock();
-    if (!record) {
-        watched_.erase(it);
-        return;
-    }
-    auto snap = db_->snapshot(id, record->next_seq());
-    if (!snap || !*snap) {
-        if (!snap) TACHYON_LOG(warn, __func__ << ": " << snap.err().message);
-        return;
-    }
-    const db::run_row& row = (*snap)->row;
-    const bool ended = db_run_ended(row.state);
-    std::string pending = "[]";
-    if (ended) {
-        if (auto parsed = journal::parse_run_state(row.state); parsed && journal::is_parked(*parsed)) {
-            auto all = db_->snapshot(id, 0);
-            if (all && *all)
-                if (auto log = db::journal_of_lines(id, (*all)->events); log) pending = pending_json(log->pending());
-        }
-        watched_.erase(id);
-    }
-    record->update_from_db(row.state, row.result_json, pending, (*snap)->events, ended);
-}
-
-std::shared_ptr<run_record> run_registry::db_record(const std::string& id, const std::string& agent) const {
-    auto record = std::make_shared<run_record>(id, agent, nullptr);
-    // The worker running it hears of it (run_store.h, request_cancel).
-    record->set_cancel_hook([this, id] {
-        auto asked = db_->request_cancel(id);
-        if (!asked) {
-            TACHYON_LOG(warn, "cancelling run " << id << ": " << asked.err().message);
-            return;
-        }
-        if (*asked) refresh_from_db(id);
+status run_registry::open_database() {
+    if (options_.db_url.empty()) return {};
+    auto d = db::run_directory::open(options_.db_url, [this](const std::string& id) {
+        // On the directory's thread, which must not wait: the refresh is a
+        // coroutine of its own there. Runs changed before the directory
+        // was handed over are not watched yet.
+        if (!db_open_.load(std::memory_order_acquire)) return;
+        asio::co_spawn(db_->executor(), refresh_from_db(id), [id](std::exception_ptr e) {
+            if (e) TACHYON_LOG(error, "refreshing run " << id << " from the database: internal error");
+        });
     });
-    return record;
+    if (!d) return d.err();
+    db_ = std::move(d).value();
+    db_open_.store(true, std::memory_order_release);
+    return {};
 }
 
-result<std::shared_ptr<run_record>> run_registry::resume_in_db(const std::string& id, std::vector<call_decision> decisions) {
-    auto snap = db_->snapshot(id, 0);
-    if (!snap) return make_error(errc::internal, snap.err().message);
-    if (!*snap) return make_error(errc::not_found, "run '" + id + "' not found");
-    const db::run_row& row = (*snap)->row;
-    if (!db_run_ended(row.state))
-        return make_error(errc::unsupported, "run '" + id + "' is " + row.state +
-                                                 "; it can be resumed once it stops (a run whose worker died is resumed by another worker without asking)");
-    auto parked = journal::parse_run_state(row.state);
-    if (!parked || !journal::is_parked(*parked))
-        return make_error(errc::invalid_argument, "run '" + id + "' ended (" + row.state +
-                                                      "); only a run in needs_attention or awaiting_approval can be resumed");
-    auto log = db::journal_of_lines(id, (*snap)->events);
-    if (!log) return make_error(errc::internal, log.err().message);
-    if (auto st = check_resumable(*log, id, decisions); !st) return st.err();
-    // Fenced by the epoch the journal was read at: a decision on what this
-    // request did not see is refused.
-    auto sent = db_->request_resume(id, row.lease_epoch, decisions);
-    if (!sent) return make_error(errc::internal, sent.err().message);
-    if (!*sent) return make_error(errc::unsupported, "run '" + id + "' changed while this request decided (another request resumed it); read it again");
+asio::awaitable<std::string> run_registry::pending_in_db(const db::run_row& row) const {
+    auto parsed = journal::parse_run_state(row.state);
+    if (!parsed || !journal::is_parked(*parsed)) co_return std::string("[]");
+    auto all = co_await db_->snapshot(row.id, 0);
+    if (!all || !*all) co_return std::string("[]");
+    co_return db_pending_json(row, (*all)->events);
+}
+
+void run_registry::release_waiters(db_watch& w) const {
+    if (w.done) asio::post(db_->executor(), [flag = std::move(w.done)] { flag->set(); });
+    w.done.reset();
+}
+
+asio::awaitable<void> run_registry::refresh_in_db(std::string id) const {
+    co_await asio::co_spawn(db_->executor(), refresh_from_db(std::move(id)), asio::use_awaitable);
+}
+
+asio::awaitable<void> run_registry::refresh_from_db(std::string id) const {
+    std::shared_ptr<run_record> record;
+    std::shared_ptr<async_flag> wait_for;
     {
         std::lock_guard lock(db_mutex_);
-        watched_.erase(id);
+        auto it = watched_.find(id);
+        if (it == watched_.end()) co_return;
+        if (it->second.busy) {
+            // The refresh going reads once more, then wakes this one.
+            it->second.again = true;
+            if (!it->second.done) it->second.done = std::make_shared<async_flag>(db_->executor());
+            wait_for = it->second.done;
+        } else {
+            record = it->second.record.lock();
+            if (!record) {
+                watched_.erase(it);
+                co_return;
+            }
+            it->second.busy = true;
+        }
     }
-    auto record = find_in_db(id);
-    if (!record) return make_error(errc::internal, "run '" + id + "': not readable from the database after it was queued");
-    return record;
+    if (wait_for) {
+        co_await wait_for->wait();
+        co_return;
+    }
+    for (;;) {
+        auto snap = co_await db_->snapshot(id, record->next_seq());
+        if (!snap) TACHYON_LOG(warn, __func__ << ": " << snap.err().message);
+        const bool found = snap && *snap;
+        const bool ended = found && db_run_ended((*snap)->row.state);
+        std::string pending = "[]";
+        if (ended) pending = co_await pending_in_db((*snap)->row);
+        std::lock_guard lock(db_mutex_);
+        if (found) record->update_from_db((*snap)->row.state, (*snap)->row.result_json, pending, (*snap)->events, ended);
+        auto it = watched_.find(id);
+        // Resumed meanwhile: the watch is another record's now.
+        if (it == watched_.end() || it->second.record.lock() != record) co_return;
+        if (ended) {
+            release_waiters(it->second);
+            watched_.erase(it);  // nothing more to hear of it
+            co_return;
+        }
+        // Not found or not read (an error): the next notification tries again.
+        if (!found || !it->second.again) {
+            it->second.busy = false;
+            it->second.again = false;
+            release_waiters(it->second);
+            co_return;
+        }
+        it->second.again = false;
+    }
 }
 
-std::shared_ptr<run_record> run_registry::find_in_db(const std::string& id) const {
+asio::awaitable<void> run_registry::async_cancel(std::shared_ptr<run_record> run) {
+    run->cancel();
+    if (!db_) co_return;
+    // The worker running it hears of it (run_store.h, request_cancel).
+    auto asked = co_await db_->request_cancel(run->id());
+    if (!asked) {
+        TACHYON_LOG(warn, "cancelling run " << run->id() << ": " << asked.err().message);
+        co_return;
+    }
+    if (*asked) co_await refresh_in_db(run->id());
+}
+
+asio::awaitable<result<std::shared_ptr<run_record>>> run_registry::resume_in_db(std::string id, std::vector<call_decision> decisions) {
+    auto snap = co_await db_->snapshot(id, 0);
+    if (!snap) co_return make_error(errc::internal, snap.err().message);
+    if (!*snap) co_return make_error(errc::not_found, "run '" + id + "' not found");
+    const db::run_row& row = (*snap)->row;
+    if (!db_run_ended(row.state))
+        co_return make_error(errc::unsupported, "run '" + id + "' is " + row.state +
+                                                    "; it can be resumed once it stops (a run whose worker died is resumed by another worker without asking)");
+    auto parked = journal::parse_run_state(row.state);
+    if (!parked || !journal::is_parked(*parked))
+        co_return make_error(errc::invalid_argument, "run '" + id + "' ended (" + row.state +
+                                                         "); only a run in needs_attention or awaiting_approval can be resumed");
+    auto log = db::journal_of_lines(id, (*snap)->events);
+    if (!log) co_return make_error(errc::internal, log.err().message);
+    if (auto st = check_resumable(*log, id, decisions); !st) co_return st.err();
+    // Fenced by the epoch the journal was read at: a decision on what this
+    // request did not see is refused.
+    auto sent = co_await db_->request_resume(id, row.lease_epoch, decisions);
+    if (!sent) co_return make_error(errc::internal, sent.err().message);
+    if (!*sent) co_return make_error(errc::unsupported, "run '" + id + "' changed while this request decided (another request resumed it); read it again");
+    {
+        std::lock_guard lock(db_mutex_);
+        if (auto it = watched_.find(id); it != watched_.end()) {
+            release_waiters(it->second);
+            watched_.erase(it);
+        }
+    }
+    auto record = co_await find_in_db(id);
+    if (!record) co_return make_error(errc::internal, "run '" + id + "': not readable from the database after it was queued");
+    co_return record;
+}
+
+asio::awaitable<std::shared_ptr<run_record>> run_registry::find_in_db(std::string id) const {
     {
         std::lock_guard lock(db_mutex_);
         auto it = watched_.find(id);
         if (it != watched_.end())
-            if (auto r = it->second.lock()) return r;
+            if (auto r = it->second.record.lock()) co_return r;
     }
-    auto snap = db_->snapshot(id, 0);
+    auto snap = co_await db_->snapshot(id, 0);
     if (!snap) {
         TACHYON_LOG(warn, __func__ << ": " << snap.err().message);
-        return nullptr;
+        co_return nullptr;
     }
-    if (!*snap) return nullptr;
-    auto record = db_record(id, (*snap)->row.agent);
-    {
-        // Watched before it is read again: an event that lands in between
-        // comes with the next notification.
-        std::lock_guard lock(db_mutex_);
-        if (!db_run_ended((*snap)->row.state)) watched_[id] = record;
-    }
+    if (!*snap) co_return nullptr;
+    const db::run_row& row = (*snap)->row;
+    const bool ended = db_run_ended(row.state);
+    auto record = std::make_shared<run_record>(id, row.agent, nullptr);
     {
         std::lock_guard lock(db_mutex_);
-        const db::run_row& row = (*snap)->row;
-        const bool ended = db_run_ended(row.state);
-        std::string pending = "[]";
-        if (ended)
-            if (auto parsed = journal::parse_run_state(row.state); parsed && journal::is_parked(*parsed))
-                if (auto log = db::journal_of_lines(id, (*snap)->events); log) pending = pending_json(log->pending());
-        record->update_from_db(row.state, row.result_json, pending, (*snap)->events, ended);
+        // Another request read it meanwhile: one record per run.
+        auto it = watched_.find(id);
+        if (it != watched_.end())
+            if (auto r = it->second.record.lock()) co_return r;
+        record->update_from_db(row.state, row.result_json, ended ? db_pending_json(row, (*snap)->events) : std::string("[]"), (*snap)->events, ended);
+        // Watched from now on; an event that landed since the read comes with the refresh below.
+        if (!ended) watched_[id] = db_watch{record, false, false, nullptr};
     }
-    refresh_from_db(id);  // what came between the two reads
-    return record;
+    if (!ended) co_await refresh_in_db(id);
+    co_return record;
 }
 
-result<std::shared_ptr<run_record>> run_registry::start(std::string_view body, std::string traceparent) {
+result<run_registry::start_request> run_registry::parse_start(std::string_view body) const {
     using simdjson::dom::element;
     using simdjson::dom::element_type;
     simdjson::dom::parser parser;
@@ -352,21 +422,16 @@ result<std::shared_ptr<run_record>> run_registry::start(std::string_view body, s
     const std::string model = canonical(agent->model);
     for (const auto& path : options_.model_paths)
         if (canonical(path) == model) agent->model = path;
+    req.agent = std::make_shared<agent_definition>(std::move(agent).value());
+    return start_request{name, std::move(req)};
+}
 
-    if (db_) {
-        // Queued for the workers; any server answers for it from the database.
-        for (int attempt = 0;; ++attempt) {
-            const std::string id = journal::make_run_id();
-            auto st = db_->enqueue(id, name, req.task, req.inputs);
-            if (!st && st.err().code == errc::invalid_argument && attempt < 16) continue;  // the id is taken: draw again
-            if (!st) return make_error(errc::internal, st.err().message);
-            auto record = db_record(id, name);
-            record->update_from_db("queued", "null", "[]", {}, false);
-            std::lock_guard lock(db_mutex_);
-            watched_[id] = record;
-            return record;
-        }
-    }
+result<std::shared_ptr<run_record>> run_registry::start(std::string_view body, std::string traceparent) {
+    if (db_) return needs_async("start");
+    auto parts = parse_start(body);
+    if (!parts) return parts.err();
+    const std::string& name = parts->name;
+    run_request& req = parts->req;
     if (active_.fetch_add(1) >= options_.max_active) {
         active_.fetch_sub(1);
         return make_error(errc::resource_exhausted, "too many agent runs in progress (at most " + std::to_string(options_.max_active) + ")");
@@ -377,7 +442,6 @@ result<std::shared_ptr<run_record>> run_registry::start(std::string_view body, s
         do id = journal::make_run_id();
         while (runs_.count(id) || std::filesystem::exists(std::filesystem::path(options_.journal_dir) / (id + ".jsonl")));
     }
-    req.agent = std::make_shared<agent_definition>(std::move(agent).value());
     req.journal_dir = options_.journal_dir;
     req.run_id = id;
     req.traceparent = std::move(traceparent);
@@ -388,6 +452,24 @@ result<std::shared_ptr<run_record>> run_registry::start(std::string_view body, s
     }
     launch(std::move(req), record);
     return record;
+}
+
+asio::awaitable<result<std::shared_ptr<run_record>>> run_registry::async_start(std::string body, std::string traceparent) {
+    if (!db_) co_return start(body, std::move(traceparent));
+    auto parts = parse_start(body);
+    if (!parts) co_return parts.err();
+    // Queued for the workers; any server answers for it from the database.
+    for (int attempt = 0;; ++attempt) {
+        const std::string id = journal::make_run_id();
+        auto st = co_await db_->enqueue(id, parts->name, parts->req.task, parts->req.inputs, traceparent);
+        if (!st && st.err().code == errc::invalid_argument && attempt < 16) continue;  // the id is taken: draw again
+        if (!st) co_return make_error(errc::internal, st.err().message);
+        auto record = std::make_shared<run_record>(id, parts->name, nullptr);
+        record->update_from_db("queued", "null", "[]", {}, false);
+        std::lock_guard lock(db_mutex_);
+        watched_[id] = db_watch{record, false, false, nullptr};
+        co_return record;
+    }
 }
 
 bool run_registry::running(std::string_view id) const {
@@ -427,9 +509,10 @@ result<call_decision> run_registry::parse_decision(std::string_view body, std::s
     return d;
 }
 
+
 result<std::shared_ptr<run_record>> run_registry::resume(std::string_view id, std::vector<call_decision> decisions) {
-    if (!valid_run_id(id) || (options_.journal_dir.empty() && !db_)) return make_error(errc::not_found, "run '" + std::string(id) + "' not found");
-    if (db_) return resume_in_db(std::string(id), std::move(decisions));
+    if (db_) return needs_async("resume");
+    if (!valid_run_id(id) || options_.journal_dir.empty()) return make_error(errc::not_found, "run '" + std::string(id) + "' not found");
     if (running(id)) return make_error(errc::unsupported, "run '" + std::string(id) + "' is running; it can be resumed once it stops");
     auto log = read_resumable(options_.journal_dir, std::string(id), decisions);
     if (!log) return log.err();
@@ -467,6 +550,12 @@ result<std::shared_ptr<run_record>> run_registry::resume(std::string_view id, st
     return record;
 }
 
+asio::awaitable<result<std::shared_ptr<run_record>>> run_registry::async_resume(std::string id, std::vector<call_decision> decisions) {
+    if (!db_) co_return resume(id, std::move(decisions));
+    if (!valid_run_id(id)) co_return make_error(errc::not_found, "run '" + id + "' not found");
+    co_return co_await resume_in_db(std::move(id), std::move(decisions));
+}
+
 void run_registry::launch(run_request req, const std::shared_ptr<run_record>& record) {
     service_.start(std::move(req), record.get(), record->cancel_flag(), [this, record](run_outcome out) {
         record->finished(out);
@@ -489,7 +578,7 @@ std::shared_ptr<run_record> run_registry::find(std::string_view id) const {
         auto it = runs_.find(id);
         if (it != runs_.end()) return it->second;
     }
-    if (db_) return valid_run_id(id) ? find_in_db(std::string(id)) : nullptr;
+    if (db_) return nullptr;  // async_find
     // Not in memory (an earlier server's run, or one dropped after
     // max_finished): its journal answers, read afresh on each request.
     if (!valid_run_id(id) || options_.journal_dir.empty()) return nullptr;
@@ -504,6 +593,13 @@ std::shared_ptr<run_record> run_registry::find(std::string_view id) const {
     return run_record::from_journal(*log);
 }
 
+
+asio::awaitable<std::shared_ptr<run_record>> run_registry::async_find(std::string id) const {
+    if (!db_) co_return find(id);
+    if (!valid_run_id(id)) co_return nullptr;
+    co_return co_await find_in_db(std::move(id));
+}
+
 namespace {
 
 // A run of a list page as GET /v1/runs/{id} shows it (run_record::status_json).
@@ -515,9 +611,18 @@ std::string db_row_status_json(const db::run_row& row, const std::string& pendin
 
 bool listable_state(std::string_view s) { return s == "queued" || s == "running" || s == "interrupted" || journal::parse_run_state(s).ok(); }
 
+// {"object": "list", "data": [items...], "first_id", "last_id", "has_more"}.
+std::string runs_page_json(const std::vector<std::string>& items, const std::vector<std::string>& ids, bool more) {
+    std::string out = "{\"object\":\"list\",\"data\":[";
+    for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
+    out += "],\"first_id\":" + (ids.empty() ? std::string("null") : json::quote(ids.front()));
+    out += ",\"last_id\":" + (ids.empty() ? std::string("null") : json::quote(ids.back()));
+    return out + ",\"has_more\":" + (more ? "true" : "false") + "}";
+}
+
 }  // namespace
 
-result<std::string> run_registry::list_json(std::string_view query) const {
+result<db::run_page_query> run_registry::parse_list_query(std::string_view query) {
     db::run_page_query q;
     for (size_t at = 0; at < query.size();) {
         const size_t amp = std::min(query.find('&', at), query.size());
@@ -545,54 +650,60 @@ result<std::string> run_registry::list_json(std::string_view query) const {
             return make_error(errc::invalid_argument, key + ": unrecognized parameter (expected one of: limit, after, state)");
         }
     }
+    return q;
+}
+
+result<std::string> run_registry::list_json(std::string_view query) const {
+    if (db_) return needs_async("list_json");
+    auto parsed = parse_list_query(query);
+    if (!parsed) return parsed.err();
+    const db::run_page_query& q = *parsed;
     std::vector<std::string> items;
     std::vector<std::string> ids;
     bool more = false;
-    if (db_) {
-        auto page = db_->list(q);
-        if (!page) return make_error(errc::internal, page.err().message);
-        for (const auto& row : page->first) {
-            std::string pending = "[]";
-            // Only a parked run waits on calls: its journal names them.
-            if (auto parsed = journal::parse_run_state(row.state); parsed && journal::is_parked(*parsed))
-                if (auto snap = db_->snapshot(row.id, 0); snap && *snap)
-                    if (auto log = db::journal_of_lines(row.id, (*snap)->events); log) pending = pending_json(log->pending());
-            items.push_back(db_row_status_json(row, pending));
-            ids.push_back(row.id);
+    auto all = list();
+    std::vector<std::pair<int64_t, std::shared_ptr<run_record>>> sorted;
+    for (auto& r : all) sorted.emplace_back(r->created(), std::move(r));
+    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first > b.first : a.second->id() > b.second->id();
+    });
+    bool past_cursor = q.after.empty();
+    int64_t cursor_created = 0;
+    for (const auto& entry : sorted)
+        if (entry.second->id() == q.after) cursor_created = entry.first;
+    for (const auto& entry : sorted) {
+        const auto& r = entry.second;
+        if (!past_cursor) {
+            // Past the cursor: older, or as old with a smaller id (the order above).
+            past_cursor = entry.first < cursor_created || (entry.first == cursor_created && r->id() < q.after);
+            if (!past_cursor) continue;
         }
-        more = page->second;
-    } else {
-        auto all = list();
-        std::vector<std::pair<int64_t, std::shared_ptr<run_record>>> sorted;
-        for (auto& r : all) sorted.emplace_back(r->created(), std::move(r));
-        std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-            return a.first != b.first ? a.first > b.first : a.second->id() > b.second->id();
-        });
-        bool past_cursor = q.after.empty();
-        int64_t cursor_created = 0;
-        for (const auto& entry : sorted)
-            if (entry.second->id() == q.after) cursor_created = entry.first;
-        for (const auto& entry : sorted) {
-            const auto& r = entry.second;
-            if (!past_cursor) {
-                // Past the cursor: older, or as old with a smaller id (the order above).
-                past_cursor = entry.first < cursor_created || (entry.first == cursor_created && r->id() < q.after);
-                if (!past_cursor) continue;
-            }
-            if (!q.state.empty() && r->state() != q.state) continue;
-            if (static_cast<int>(items.size()) == q.limit) {
-                more = true;
-                break;
-            }
-            items.push_back(r->status_json());
-            ids.push_back(r->id());
+        if (!q.state.empty() && r->state() != q.state) continue;
+        if (static_cast<int>(items.size()) == q.limit) {
+            more = true;
+            break;
         }
+        items.push_back(r->status_json());
+        ids.push_back(r->id());
     }
-    std::string out = "{\"object\":\"list\",\"data\":[";
-    for (size_t i = 0; i < items.size(); ++i) out += (i ? "," : "") + items[i];
-    out += "],\"first_id\":" + (ids.empty() ? std::string("null") : json::quote(ids.front()));
-    out += ",\"last_id\":" + (ids.empty() ? std::string("null") : json::quote(ids.back()));
-    return out + ",\"has_more\":" + (more ? "true" : "false") + "}";
+    return runs_page_json(items, ids, more);
+}
+
+asio::awaitable<result<std::string>> run_registry::async_list_json(std::string query) const {
+    if (!db_) co_return list_json(query);
+    auto q = parse_list_query(query);
+    if (!q) co_return q.err();
+    auto page = co_await db_->list(*q);
+    if (!page) co_return make_error(errc::internal, page.err().message);
+    std::vector<std::string> items;
+    std::vector<std::string> ids;
+    for (const auto& row : page->first) {
+        // Only a parked run waits on calls: its journal names them.
+        std::string pending = co_await pending_in_db(row);
+        items.push_back(db_row_status_json(row, pending));
+        ids.push_back(row.id);
+    }
+    co_return runs_page_json(items, ids, page->second);
 }
 
 std::vector<std::shared_ptr<run_record>> run_registry::list() const {

@@ -17,7 +17,10 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/asio/awaitable.hpp>
+
 #include "runtime/agent/agent_service.h"
+#include "runtime/common/async_flag.h"
 #include "runtime/db/run_directory.h"
 #include "runtime/serve/http_metrics.h"
 #include "runtime/journal/journal.h"
@@ -44,11 +47,9 @@ public:
     std::string state() const;
     bool finished() const;
     int64_t created() const;
-    // Sets the cancel flag the agent loop watches; a run in the database
-    // (serve --db) asks its worker through the hook instead.
+    // Sets the cancel flag the agent loop watches (a run in the database is
+    // cancelled through run_registry::async_cancel).
     void cancel();
-    // Called by cancel(); set before the record is shared.
-    void set_cancel_hook(std::function<void()> hook) { cancel_hook_ = std::move(hook); }
 
     // Events with seq >= from (each one journal JSON line, without '\n').
     // When there are none and the run is still going, `wake` is kept and
@@ -78,7 +79,6 @@ private:
     int64_t created_ = 0;
     metrics* metrics_;
     std::shared_ptr<std::atomic<bool>> cancel_ = std::make_shared<std::atomic<bool>>(false);
-    std::function<void()> cancel_hook_;
     mutable std::mutex mutex_;
     std::string state_ = "running";
     std::string result_json_ = "null";
@@ -112,23 +112,36 @@ public:
     // the runs' events. Call once before serving.
     status open_database();
 
+    // What the HTTP API calls: start, resume, find and list_json below, as
+    // awaitables. With a database they wait on it without blocking the
+    // caller's thread (requests run concurrently, each on a connection of
+    // the directory's pool); without one they are the calls below.
+    boost::asio::awaitable<result<std::shared_ptr<run_record>>> async_start(std::string body, std::string traceparent = {});
+    boost::asio::awaitable<result<std::shared_ptr<run_record>>> async_resume(std::string id, std::vector<call_decision> decisions);
+    boost::asio::awaitable<std::shared_ptr<run_record>> async_find(std::string id) const;
+    boost::asio::awaitable<result<std::string>> async_list_json(std::string query) const;
+    // POST /v1/runs/{id}/cancel: the run's cancel flag; with a database, its
+    // worker is asked through the database (run_store.h, request_cancel)
+    // and the record reads the run's state after it.
+    boost::asio::awaitable<void> async_cancel(std::shared_ptr<run_record> run);
+
     // Parses {"agent", "task", "inputs"} and starts the run. Errors: 400 for a
     // bad body or inputs the agent does not declare or that point outside the
     // data roots (errc::invalid_argument), 404 for an unknown agent
     // (errc::not_found), 429 when max_active runs are going. `traceparent`:
     // the request's W3C trace context, which the run's spans continue.
-    // With a database the run is queued there (state "queued") for a worker,
-    // and max_active does not apply.
+    // With a database: async_start only (this refuses, errc::unsupported).
     result<std::shared_ptr<run_record>> start(std::string_view body, std::string traceparent = {});
     // Continues run `id` from its journal (POST /v1/runs/{id}/resume; with a
     // decision from parse_decision: /decide, /approve, /reject). Errors: 404
     // for an unknown run (errc::not_found), 409 when it is running here
     // (errc::unsupported: see running()), 400 when it ended for good or the
     // decision names no call it waits on (errc::invalid_argument), 429 when
-    // max_active runs are going. With a database: a parked run goes back to
-    // the queue with the decisions, which the worker that claims it
-    // journals as it resumes it (state "queued" until then); 409 when it is
-    // queued or running, or another request resumed it first.
+    // max_active runs are going. With a database (async_resume only): a
+    // parked run goes back to the queue with the decisions, which the
+    // worker that claims it journals as it resumes it (state "queued" until
+    // then); 409 when it is queued or running, or another request resumed
+    // it first.
     result<std::shared_ptr<run_record>> resume(std::string_view id, std::vector<call_decision> decisions);
     // The decision in a request body: {"call_id", "action": "retry"|"skip"}
     // for `verb` "decide", {"call_id", "reason"?} for "approve" and "reject".
@@ -137,13 +150,15 @@ public:
     bool running(std::string_view id) const;
     // A run in memory, else one whose journal is in journal_dir (`id` must
     // be a run id: letters, digits, '-', '_', nothing that names a path);
-    // null when neither.
+    // null when neither. With a database (async_find only): the run as the
+    // database holds it, kept current while someone holds the record.
     std::shared_ptr<run_record> find(std::string_view id) const;
     std::vector<std::shared_ptr<run_record>> list() const;
     // GET /v1/runs?limit=&after=&state=: {"object": "list", "data": [run...],
     // "first_id", "last_id", "has_more"}, newest first; `after` is the
-    // last_id of the previous page. With a database, its runs (any node's);
-    // else the runs in memory. Errors (400) name the parameter.
+    // last_id of the previous page. With a database (async_list_json only),
+    // its runs (any node's); else the runs in memory. Errors (400) name the
+    // parameter.
     result<std::string> list_json(std::string_view query) const;
     run_state_counts counts() const;
     int n_active() const { return active_.load(); }
@@ -153,17 +168,43 @@ public:
     bool wait_idle(std::chrono::milliseconds timeout) const;
 
 private:
+    // A run request from a POST /v1/runs body: its agent loaded, its inputs
+    // checked; `name` is the agent's.
+    struct start_request {
+        std::string name;
+        run_request req;
+    };
+    result<start_request> parse_start(std::string_view body) const;
+    static result<db::run_page_query> parse_list_query(std::string_view query);
     // Starts `req` for `record` on the service; the record is in runs_.
     void launch(run_request req, const std::shared_ptr<run_record>& record);
     // serve --db: a run read from the database, kept current by its
     // notifications while someone holds it; null when there is none.
-    std::shared_ptr<run_record> find_in_db(const std::string& id) const;
-    void refresh_from_db(const std::string& id) const;
-    std::shared_ptr<run_record> db_record(const std::string& id, const std::string& agent) const;
-    result<std::shared_ptr<run_record>> resume_in_db(const std::string& id, std::vector<call_decision> decisions);
+    boost::asio::awaitable<std::shared_ptr<run_record>> find_in_db(std::string id) const;
+    // Reads what is new of a watched run and hands it to its record; on
+    // the directory's thread. One refresh of a run at a time, so that the
+    // record sees the run's states in order: asked while one goes, it makes
+    // that one read again and waits for it.
+    boost::asio::awaitable<void> refresh_from_db(std::string id) const;
+    // The same from any executor: done when the record has read the run as
+    // it is now.
+    boost::asio::awaitable<void> refresh_in_db(std::string id) const;
+    // The calls a parked run waits on ([] for any other state), from its journal.
+    boost::asio::awaitable<std::string> pending_in_db(const db::run_row& row) const;
+    boost::asio::awaitable<result<std::shared_ptr<run_record>>> resume_in_db(std::string id, std::vector<call_decision> decisions);
     std::unique_ptr<db::run_directory> db_;
-    mutable std::mutex db_mutex_;  // guards watched_ and the order of updates
-    mutable std::map<std::string, std::weak_ptr<run_record>> watched_;
+    struct db_watch {
+        std::weak_ptr<run_record> record;
+        bool busy = false;   // a refresh is reading it
+        bool again = false;  // something changed while it read
+        // Set when the refresh going ends; on the directory's thread.
+        std::shared_ptr<async_flag> done;
+    };
+    // Wakes those waiting on w's refresh (from any thread).
+    void release_waiters(db_watch& w) const;
+    mutable std::mutex db_mutex_;  // guards watched_
+    mutable std::map<std::string, db_watch> watched_;
+    std::atomic<bool> db_open_{false};  // db_ is set: notifications may use it
 
     agent_service& service_;
     run_registry_options options_;

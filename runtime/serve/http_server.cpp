@@ -351,7 +351,8 @@ awaitable<bool> server::impl::handle(beast::tcp_stream& stream, request_t& req, 
     if (parts.size() >= 2 && parts[0] == "v1" && parts[1] == "runs" && runs) {
         if (parts.size() == 2) {
             if (method == bhttp::verb::get) {
-                auto page = runs->list_json(target.substr(std::min(target.size(), path.size() + 1)));
+                std::string query(target.substr(std::min(target.size(), path.size() + 1)));
+                auto page = co_await runs->async_list_json(std::move(query));
                 if (!page) co_return co_await write(stream, error_response(req, openai::to_api_error(page.err())), "/v1/runs");
                 std::string out = std::move(page).value();
                 co_return co_await write(stream, json_response(req, bhttp::status::ok, std::move(out)), "/v1/runs");
@@ -359,11 +360,13 @@ awaitable<bool> server::impl::handle(beast::tcp_stream& stream, request_t& req, 
             if (method != bhttp::verb::post) co_return co_await not_allowed("/v1/runs");
             if (stopping.load())
                 co_return co_await write(stream, error_response(req, api_error_of(503, "server_error", "the server is shutting down")), "/v1/runs");
-            auto run = runs->start(req.body(), std::string(req["traceparent"]));
+            std::string traceparent(req["traceparent"]);
+            auto run = co_await runs->async_start(req.body(), std::move(traceparent));
             if (!run) co_return co_await write(stream, error_response(req, openai::to_api_error(run.err())), "/v1/runs");
             co_return co_await write(stream, json_response(req, bhttp::status::created, (*run)->status_json()), "/v1/runs");
         }
-        auto run = runs->find(parts[2]);
+        std::string id(parts[2]);
+        auto run = co_await runs->async_find(id);
         const std::string route = parts.size() == 3 ? "/v1/runs/{id}" : "/v1/runs/{id}/" + std::string(parts[3]);
         if (!run)
             co_return co_await write(stream, error_response(req, api_error_of(404, "not_found_error", "run '" + std::string(parts[2]) + "' not found", "id")), route);
@@ -377,7 +380,7 @@ awaitable<bool> server::impl::handle(beast::tcp_stream& stream, request_t& req, 
         }
         if (parts.size() == 4 && parts[3] == "cancel") {
             if (method != bhttp::verb::post) co_return co_await not_allowed(route);
-            run->cancel();
+            co_await runs->async_cancel(run);
             co_return co_await write(stream, json_response(req, bhttp::status::accepted, run->status_json()), route);
         }
         // Durable runs: continue from the journal, with a person's decision on a parked call.
@@ -391,7 +394,7 @@ awaitable<bool> server::impl::handle(beast::tcp_stream& stream, request_t& req, 
                 if (!d) co_return co_await write(stream, error_response(req, openai::to_api_error(d.err())), route);
                 decisions.push_back(std::move(d).value());
             }
-            auto resumed = runs->resume(parts[2], std::move(decisions));
+            auto resumed = co_await runs->async_resume(id, std::move(decisions));
             if (!resumed) {
                 if (resumed.err().code == errc::unsupported)  // running: not now
                     co_return co_await write(stream, error_response(req, api_error_of(409, "conflict_error", resumed.err().message, "id")), route);
@@ -693,6 +696,8 @@ void server::shutdown() {
         closed.set_value();
     });
     closed.get_future().wait();
+    // An MCP session's GET stream waits for messages, not for a request to finish.
+    if (s.options.mcp) s.options.mcp->end_get_streams();
     s.for_each_session([](session_ctl& c) {
         if (!c.busy && c.stream) c.stream->cancel();
     });

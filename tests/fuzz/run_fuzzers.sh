@@ -7,7 +7,10 @@
 #
 # usage: tests/fuzz/run_fuzzers.sh [SECONDS_PER_TARGET]   (from the repository root; default 15)
 # env:   WORK_DIR (default a fresh temporary folder), JOBS (default 2),
-#        FUZZERS (target names, default every fuzz/fuzz_*.cpp of inference/, tools/ and runtime/)
+#        FUZZERS (target names, default every fuzz/fuzz_*.cpp of inference/, tools/ and runtime/),
+#        FUZZ_SEED (libFuzzer's -seed, default 1: the same mutations on every
+#        run, so a smoke run that fails fails again here; "random" for a new
+#        seed each run, for a campaign)
 set -euo pipefail
 
 seconds="${1:-15}"
@@ -48,7 +51,9 @@ for t in "${targets[@]}"; do
     # corpus in tests/fuzz/corpus/<target>/ is read, never written.
     seeds=()
     [ -d "$root/tests/fuzz/corpus/$t" ] && seeds=("$root/tests/fuzz/corpus/$t")
-    if ! (cd "$work/$t" && "$exe" -max_total_time="$seconds" -print_final_stats=1 "$corpus" "${seeds[@]}" > log.txt 2>&1); then
+    seed_arg=()
+    [ "${FUZZ_SEED:-1}" != random ] && seed_arg=(-seed="${FUZZ_SEED:-1}")
+    if ! (cd "$work/$t" && "$exe" "${seed_arg[@]}" -max_total_time="$seconds" -print_final_stats=1 "$corpus" "${seeds[@]}" > log.txt 2>&1); then
         echo "$t: FAILED (crash or broken invariant); see $work/$t/log.txt and the crash-* file there"
         tail -n 40 "$work/$t/log.txt"
         status=1

@@ -5,6 +5,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
@@ -105,9 +106,17 @@ private:
         if (handlers_.closed) handlers_.closed(std::move(why));
     }
 
+    // Where an event stream stands, to resume it after a break: the last
+    // event id the server gave and the reconnection delay it asked for.
+    struct stream_mark {
+        std::string last_event_id;
+        std::chrono::milliseconds retry{1000};
+        bool moved = false;  // an event came since the mark was last looked at
+    };
+
     // Hands each complete event of `body` (from the start) to deliver(), and
     // drops it; returns whether the answer to `id` was among them.
-    bool take_events(std::string& body, const std::string& id, bool all) {
+    bool take_events(std::string& body, const std::string& id, bool all, stream_mark& mark) {
         bool answered = false;
         while (true) {
             size_t end = body.find("\n\n");
@@ -126,11 +135,20 @@ private:
                 if (nl == std::string_view::npos) nl = event.size();
                 std::string_view line = event.substr(start, nl - start);
                 if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-                if (line.rfind("data:", 0) == 0) {
-                    line.remove_prefix(5);
+                auto field = [&line](std::string_view name) {
+                    if (line.rfind(name, 0) != 0 || line.size() <= name.size() || line[name.size()] != ':') return false;
+                    line.remove_prefix(name.size() + 1);
                     if (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+                    return true;
+                };
+                if (field("data")) {
                     if (!data.empty()) data += '\n';
                     data += line;
+                } else if (field("id")) {
+                    mark.last_event_id = std::string(line);
+                    mark.moved = true;
+                } else if (field("retry") && !line.empty() && line.size() < 9 && line.find_first_not_of("0123456789") == std::string_view::npos) {
+                    mark.retry = std::chrono::milliseconds(std::stol(std::string(line)));
                 }
                 start = nl + 1;
             }
@@ -144,23 +162,25 @@ private:
         return answered;
     }
 
-    asio::awaitable<void> exchange(http::verb verb, std::string body, std::string id, std::string traceparent = {}) {
-        const std::string& who = options_.server;
+    // Connects, sends one request and reads the answer's header into
+    // `parser`. Returns what failed, or empty. `session`: the MCP-Session-Id sent.
+    asio::awaitable<std::string> send_request(beast::tcp_stream& stream, beast::flat_buffer& buffer, http::response_parser<http::string_body>& parser,
+                                              http::verb verb, std::string body, const std::string& traceparent,
+                                              const std::string& last_event_id, std::string& session) {
         tcp::resolver resolver(co_await asio::this_coro::executor);
         auto [rec, results] = co_await resolver.async_resolve(url_.host, url_.port, tuple_awaitable);
-        if (rec) co_return fail_request(id, "cannot resolve " + url_.host + " (" + rec.message() + ")");
-        beast::tcp_stream stream(co_await asio::this_coro::executor);
+        if (rec) co_return "cannot resolve " + url_.host + " (" + rec.message() + ")";
         stream.expires_after(options_.connect_timeout);
         auto [cec, ep] = co_await stream.async_connect(results, tuple_awaitable);
-        if (cec) co_return fail_request(id, "cannot connect to " + options_.url + " (" + cec.message() + ")");
+        if (cec) co_return "cannot connect to " + options_.url + " (" + cec.message() + ")";
         http::request<http::string_body> req{verb, url_.target, 11};
         req.set(http::field::host, url_.host + ":" + url_.port);
         req.set(http::field::user_agent, "tachyon");
-        req.set(http::field::accept, "application/json, text/event-stream");
+        req.set(http::field::accept, verb == http::verb::get ? "text/event-stream" : "application/json, text/event-stream");
         for (const auto& [k, v] : options_.headers) req.set(k, v);
         if (!authorization_.empty()) req.set(http::field::authorization, authorization_);
         if (!traceparent.empty()) req.set("traceparent", traceparent);
-        std::string session;
+        if (!last_event_id.empty()) req.set("Last-Event-ID", last_event_id);
         {
             std::lock_guard lock(mutex_);
             session = session_id_;
@@ -174,18 +194,111 @@ private:
         req.prepare_payload();
         stream.expires_after(options_.read_timeout);
         auto [wec, wn] = co_await http::async_write(stream, req, tuple_awaitable);
-        if (wec) co_return fail_request(id, "cannot send to " + options_.url + " (" + wec.message() + ")");
-        beast::flat_buffer buffer;
-        http::response_parser<http::string_body> parser;
+        if (wec) co_return "cannot send to " + options_.url + " (" + wec.message() + ")";
         parser.body_limit(options_.max_body_bytes);
         auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser, tuple_awaitable);
-        if (hec) co_return fail_request(id, "no answer from " + options_.url + " (" + hec.message() + ")");
+        if (hec) co_return "no answer from " + options_.url + " (" + hec.message() + ")";
+        co_return std::string();
+    }
+
+    // Reads an event stream until it ends or brings the answer to `id`;
+    // returns whether it did.
+    asio::awaitable<bool> read_events(beast::tcp_stream& stream, beast::flat_buffer& buffer, http::response_parser<http::string_body>& parser,
+                                      const std::string& id, stream_mark& mark) {
+        bool answered = false;
+        while (!parser.is_done() && !answered) {
+            stream.expires_after(options_.read_timeout);
+            auto [ec, n] = co_await http::async_read_some(stream, buffer, parser, tuple_awaitable);
+            if (ec && ec != http::error::end_of_stream) break;
+            answered = take_events(parser.get().body(), id, false, mark);
+            if (ec) break;
+        }
+        if (!answered) answered = take_events(parser.get().body(), id, true, mark);
+        co_return answered;
+    }
+
+    // A request's event stream broke before its answer: while the server
+    // gave event ids, wait the delay it asked for and resume with GET and
+    // Last-Event-ID (MCP 2025-11-25). Gives up after a few failed attempts
+    // in a row, or when a resumed stream ends with nothing new.
+    asio::awaitable<bool> resume_events(const std::string& id, stream_mark& mark) {
+        constexpr int k_max_quiet_resumes = 3;
+        asio::steady_timer pause(co_await asio::this_coro::executor);
+        for (int quiet = 0; quiet < k_max_quiet_resumes && !mark.last_event_id.empty() && !closing_.load(); ++quiet) {
+            pause.expires_after(mark.retry);
+            co_await pause.async_wait(tuple_awaitable);
+            beast::tcp_stream stream(co_await asio::this_coro::executor);
+            beast::flat_buffer buffer;
+            http::response_parser<http::string_body> parser;
+            std::string session;
+            const std::string failed = co_await send_request(stream, buffer, parser, http::verb::get, {}, {}, mark.last_event_id, session);
+            if (!failed.empty()) {
+                TACHYON_LOG(info, "mcp server " << options_.server << ": resuming the event stream after " << mark.last_event_id << ": " << failed);
+                continue;
+            }
+            const auto& res = parser.get();
+            if (res.result_int() / 100 != 2 || std::string(res[http::field::content_type]).rfind("text/event-stream", 0) != 0) {
+                TACHYON_LOG(info, "mcp server " << options_.server << ": resuming the event stream after " << mark.last_event_id << ": HTTP "
+                                                << res.result_int());
+                co_return false;
+            }
+            mark.moved = false;
+            if (co_await read_events(stream, buffer, parser, id, mark)) co_return true;
+            if (!mark.moved) co_return false;  // the server has nothing more for it (a cancelled call)
+            quiet = -1;                        // it went on, and broke again: the count starts again
+        }
+        co_return false;
+    }
+
+    // The session's own event stream (GET): what the server sends outside
+    // any request, such as notifications/tools/list_changed. Opened once the
+    // server gave a session id; a server that offers none (405, or another
+    // refusal) is left alone; a stream that ends or breaks is opened again
+    // after the server's retry delay, resumed from its last event id.
+    asio::awaitable<void> listen() {
+        constexpr int k_max_failed_listens = 3;
+        stream_mark mark;
+        asio::steady_timer pause(co_await asio::this_coro::executor);
+        for (int failures = 0; failures < k_max_failed_listens && !closing_.load() && !dead_.load();) {
+            beast::tcp_stream stream(co_await asio::this_coro::executor);
+            beast::flat_buffer buffer;
+            http::response_parser<http::string_body> parser;
+            std::string session;
+            const std::string failed = co_await send_request(stream, buffer, parser, http::verb::get, {}, {}, mark.last_event_id, session);
+            if (failed.empty()) {
+                const auto& res = parser.get();
+                if (res.result_int() / 100 != 2 || std::string(res[http::field::content_type]).rfind("text/event-stream", 0) != 0) co_return;
+                parser.body_limit(boost::none);  // a long-lived stream; each event is dropped once handed on
+                mark.moved = false;
+                co_await read_events(stream, buffer, parser, {}, mark);
+                failures = mark.moved ? 0 : failures + 1;
+            } else {
+                ++failures;
+            }
+            pause.expires_after(mark.retry);
+            co_await pause.async_wait(tuple_awaitable);
+        }
+    }
+
+    asio::awaitable<void> exchange(http::verb verb, std::string body, std::string id, std::string traceparent = {}) {
+        const std::string& who = options_.server;
+        beast::tcp_stream stream(co_await asio::this_coro::executor);
+        beast::flat_buffer buffer;
+        http::response_parser<http::string_body> parser;
+        std::string session;
+        const std::string failed = co_await send_request(stream, buffer, parser, verb, std::move(body), traceparent, {}, session);
+        if (!failed.empty()) co_return fail_request(id, failed);
         if (verb == http::verb::delete_) co_return;
         const auto& res = parser.get();
         const unsigned code = res.result_int();
         if (auto it = res.find("MCP-Session-Id"); it != res.end()) {
-            std::lock_guard lock(mutex_);
-            if (session_id_.empty()) session_id_ = std::string(it->value());
+            bool opened = false;
+            {
+                std::lock_guard lock(mutex_);
+                opened = session_id_.empty();
+                if (opened) session_id_ = std::string(it->value());
+            }
+            if (opened) asio::co_spawn(io_, listen(), asio::detached);
         }
         if (code == 404 && !session.empty()) {
             TACHYON_LOG(info, "mcp server " << who << ": session " << session << " expired (HTTP 404); it will be initialized again");
@@ -195,15 +308,12 @@ private:
         if (code == 202) co_return;  // a notification or response, accepted
         const std::string type(res[http::field::content_type]);
         if (code / 100 == 2 && type.rfind("text/event-stream", 0) == 0) {
-            bool answered = false;
-            while (!parser.is_done()) {
-                stream.expires_after(options_.read_timeout);
-                auto [rec2, n] = co_await http::async_read_some(stream, buffer, parser, tuple_awaitable);
-                if (rec2 && rec2 != http::error::end_of_stream) break;
-                answered = take_events(parser.get().body(), id, false) || answered;
-                if (rec2) break;
+            stream_mark mark;
+            bool answered = co_await read_events(stream, buffer, parser, id, mark);
+            if (!answered && !id.empty() && !mark.last_event_id.empty()) {
+                stream.close();
+                answered = co_await resume_events(id, mark);
             }
-            answered = take_events(parser.get().body(), id, true) || answered;
             if (!answered && !id.empty()) fail_request(id, "the event stream from " + options_.url + " ended without an answer");
             co_return;
         }

@@ -4,7 +4,12 @@
 // progress notifications and then the response. The server's MCP-Session-Id
 // is sent back on every later request, with MCP-Protocol-Version; a 404 for a
 // session means it expired (the channel closes, and the client initializes
-// again); close() DELETEs the session.
+// again); close() DELETEs the session. Once the server gave a session id,
+// a GET holds the session's own event stream open (messages outside any
+// request: notifications/tools/list_changed), where the server offers one.
+// An event stream that breaks before its answer, after the server gave its
+// events ids, is resumed with GET and Last-Event-ID once the delay the
+// server asked for (SSE retry) has passed.
 //
 // Plain http:// only, to the host the user names (loopback or any other).
 // Headers come from the agent file, a bearer token from an environment

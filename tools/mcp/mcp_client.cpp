@@ -372,9 +372,19 @@ result<std::string> client::request(std::string_view method, std::string params_
         p->progress = std::move(on_progress);
         s.pending.emplace(std::to_string(id), p);
     }
-    if (method == "tools/call" && params_json.size() > 1) {
-        // The request id doubles as its progress token: one map finds both.
-        params_json.insert(1, "\"_meta\":{\"progressToken\":" + std::to_string(id) + "},");
+    // params._meta: the request id doubles as a call's progress token (one
+    // map finds both), and the caller's span goes along as `traceparent`
+    // on every transport, as the MCP semantic conventions of OpenTelemetry
+    // say (HTTP sends the header too).
+    std::string meta;
+    if (method == "tools/call") meta = "\"progressToken\":" + std::to_string(id);
+    if (!traceparent.empty()) meta += (meta.empty() ? "" : ",") + std::string("\"traceparent\":") + quote(traceparent);
+    if (!meta.empty()) {
+        if (params_json.empty()) params_json = "{}";
+        if (params_json.front() == '{') {
+            const bool no_members = params_json.find_first_not_of(" \t\r\n", 1) == params_json.size() - 1;
+            params_json.insert(1, "\"_meta\":{" + meta + "}" + (no_members ? "" : ","));
+        }
     }
     auto t = s.current();
     if (auto st = t ? t->send_traced(make_request(id, method, params_json), traceparent) : status(make_error(errc::io_error, "not running")); !st) {

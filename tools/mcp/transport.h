@@ -26,8 +26,9 @@ public:
     // Sends one message; an error when the peer is gone or stops reading.
     virtual status send(std::string_view message) = 0;
     // The same, for a request made inside a traced span: `traceparent` (W3C
-    // trace context) goes along where the transport can carry it (an HTTP
-    // header); stdio has no place for it.
+    // trace context) goes along where the transport has a place of its own
+    // for it (an HTTP header). The client puts it in the message's
+    // params._meta as well, which every transport carries.
     virtual status send_traced(std::string_view message, std::string_view traceparent) {
         (void)traceparent;
         return send(message);

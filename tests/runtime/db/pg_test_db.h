@@ -7,6 +7,8 @@
 
 #include <unistd.h>
 
+#include <doctest/doctest.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <exception>
@@ -14,6 +16,7 @@
 #include <string>
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include "runtime/db/pg_connection.h"
@@ -77,6 +80,12 @@ public:
     const std::string& url() const { return url_; }
     // Why not, for the skip message.
     std::string skip_message() const { return "skipped: no PostgreSQL server (TACHYON_TEST_PG=" + server_settings() + "): " + why_; }
+    // No server: says so in the test's output and is true (the test returns).
+    bool skipped() const {
+        if (!url_.empty()) return false;
+        MESSAGE(skip_message());
+        return true;
+    }
 
 private:
     std::unique_ptr<tachyon::db::pg_connection> admin_;
@@ -92,5 +101,25 @@ inline tachyon::result<std::unique_ptr<tachyon::db::pg_connection>> migrated(con
     if (auto m = tachyon::db::migrate(**c); !m) return m.err();
     return c;
 }
+
+// What most database tests start from: a database of their own, migrated,
+// and a connection to it on `io`. Without a server, skipped() says so and
+// is true: the test returns.
+struct fixture {
+    database d;
+    boost::asio::io_context io;
+    std::unique_ptr<tachyon::db::pg_connection> conn;
+    explicit fixture(const std::string& tag) : d(tag) {
+        if (d.url().empty()) return;
+        auto c = migrated(d, io);
+        REQUIRE_MESSAGE(c.ok(), c.err().message);
+        conn = std::move(c).value();
+    }
+    bool skipped() const { return d.skipped(); }
+    const std::string& url() const { return d.url(); }
+    // Runs `op` on `io` to its end.
+    template <class T>
+    T run(boost::asio::awaitable<T> op) { return block_on(io, std::move(op)); }
+};
 
 }  // namespace pg_test

@@ -27,20 +27,14 @@ journal::run_start_event start_of(const std::string& id) {
 }  // namespace
 
 TEST_CASE("db_journal: the lines in the database are the file journal's and read back as a journal") {
-    pg_test::database d("journal");
-    if (d.url().empty()) {
-        MESSAGE(d.skip_message());
-        return;
-    }
-    asio::io_context io;
-    auto c = pg_test::migrated(d, io);
-    REQUIRE(c.ok());
-    REQUIRE(pg_test::block_on(io, db::enqueue(**c, "run-1", "a", "t", {})).ok());
-    auto claimed = pg_test::block_on(io, db::claim(**c, "w", milliseconds(60000), 1));
+    pg_test::fixture f("journal");
+    if (f.skipped()) return;
+    REQUIRE(f.run(db::enqueue(*f.conn, "run-1", "a", "t", {})).ok());
+    auto claimed = f.run(db::claim(*f.conn, "w", milliseconds(60000), 1));
     REQUIRE(claimed.ok());
     REQUIRE(claimed->size() == 1);
 
-    auto j = db::db_journal::open(d.url(), "run-1", (*claimed)[0].epoch, nullptr);
+    auto j = db::db_journal::open(f.url(), "run-1", (*claimed)[0].epoch, nullptr);
     REQUIRE_MESSAGE(j.ok(), j.err().message);
     CHECK((*j)->location() == "postgresql:run-1");
     auto e0 = (*j)->append(start_of("run-1"));
@@ -49,8 +43,10 @@ TEST_CASE("db_journal: the lines in the database are the file journal's and read
     REQUIRE(e1.ok());
     CHECK(e1->seq == 1);
     CHECK((*j)->n_events() == 2);
+    // Ordinary lines: written by the journal's writer, all of them once flush returns.
+    REQUIRE((*j)->flush().ok());
 
-    auto lines = db::read_events(**c, "run-1");
+    auto lines = db::read_events(*f.conn, "run-1");
     REQUIRE(lines.ok());
     REQUIRE(lines->size() == 2);
     std::string file_line = journal::to_json_line(*e0, journal::writer_options{}.max_result_bytes);
@@ -67,7 +63,7 @@ TEST_CASE("db_journal: the lines in the database are the file journal's and read
 
     // A resumed journal goes on after the events it was given.
     j->reset();
-    auto resumed = db::db_journal::open(d.url(), "run-1", (*claimed)[0].epoch, &*log);
+    auto resumed = db::db_journal::open(f.url(), "run-1", (*claimed)[0].epoch, &*log);
     REQUIRE(resumed.ok());
     CHECK((*resumed)->n_events() == 2);
     auto e2 = (*resumed)->append(journal::run_resume_event{"2026-12-02T03:00:01.000Z", 2, ""});
@@ -76,35 +72,99 @@ TEST_CASE("db_journal: the lines in the database are the file journal's and read
 }
 
 TEST_CASE("db_journal: once another worker claims the run the old lease's writes are refused with errc::cancelled and none lands") {
-    pg_test::database d("journal_fence");
-    if (d.url().empty()) {
-        MESSAGE(d.skip_message());
-        return;
-    }
-    asio::io_context io;
-    auto c = pg_test::migrated(d, io);
-    REQUIRE(c.ok());
-    REQUIRE(pg_test::block_on(io, db::enqueue(**c, "run-1", "a", "t", {})).ok());
-    auto first = pg_test::block_on(io, db::claim(**c, "w1", milliseconds(0), 1));
+    pg_test::fixture f("journal_fence");
+    if (f.skipped()) return;
+    REQUIRE(f.run(db::enqueue(*f.conn, "run-1", "a", "t", {})).ok());
+    auto first = f.run(db::claim(*f.conn, "w1", milliseconds(0), 1));
     REQUIRE(first.ok());
     REQUIRE(first->size() == 1);
-    auto j = db::db_journal::open(d.url(), "run-1", (*first)[0].epoch, nullptr);
+    auto j = db::db_journal::open(f.url(), "run-1", (*first)[0].epoch, nullptr);
     REQUIRE(j.ok());
     REQUIRE((*j)->append(start_of("run-1")).ok());
+    REQUIRE((*j)->flush().ok());
     CHECK_FALSE((*j)->fenced());
 
-    auto second = pg_test::block_on(io, db::claim(**c, "w2", milliseconds(60000), 1));
+    auto second = f.run(db::claim(*f.conn, "w2", milliseconds(60000), 1));
     REQUIRE(second.ok());
     REQUIRE(second->size() == 1);
 
-    auto refused = (*j)->append(journal::turn_start_event{1});
+    // An ordinary line does not wait for its write: the refusal comes with
+    // the next line that waits (here the flush), and every append after it.
+    REQUIRE((*j)->append(journal::turn_start_event{1}).ok());
+    auto refused = (*j)->flush();
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.err().code == errc::cancelled);
     CHECK(refused.err().message.find("another worker holds the run") != std::string::npos);
     CHECK((*j)->fenced());
-    CHECK_FALSE((*j)->append(journal::turn_start_event{1}).ok());
+    auto after = (*j)->append(journal::turn_start_event{1});
+    REQUIRE_FALSE(after.ok());
+    CHECK(after.err().code == errc::cancelled);
     CHECK((*j)->n_events() == 1);
-    auto lines = db::read_events(**c, "run-1");
+    auto lines = db::read_events(*f.conn, "run-1");
     REQUIRE(lines.ok());
     CHECK(lines->size() == 1);
+}
+
+TEST_CASE("db_journal: ordinary lines do not wait for the database, land in order, and a line that must reach disk is committed when append returns") {
+    pg_test::fixture f("journal_async");
+    if (f.skipped()) return;
+    REQUIRE(f.run(db::enqueue(*f.conn, "run-1", "a", "t", {})).ok());
+    auto claimed = f.run(db::claim(*f.conn, "w", milliseconds(60000), 1));
+    REQUIRE(claimed.ok());
+    REQUIRE(claimed->size() == 1);
+    auto j = db::db_journal::open(f.url(), "run-1", (*claimed)[0].epoch, nullptr);
+    REQUIRE_MESSAGE(j.ok(), j.err().message);
+
+    // Another transaction holds the run's row: no journal write can commit.
+    auto locker = db::pg_connection::connect(f.url());
+    REQUIRE(locker.ok());
+    REQUIRE((*locker)->exec_script("BEGIN").ok());
+    REQUIRE((*locker)->exec("SELECT id FROM tachyon.runs WHERE id = 'run-1' FOR UPDATE").ok());
+    // Ordinary lines return at once all the same (were they written one
+    // round trip each, the first would wait for the lock).
+    std::vector<std::string> expected;
+    auto keep = [&](const result<journal::event>& e) {
+        REQUIRE_MESSAGE(e.ok(), e.err().message);
+        std::string line = journal::to_json_line(*e, journal::writer_options{}.max_result_bytes);
+        line.pop_back();
+        expected.push_back(line);
+    };
+    keep((*j)->append(start_of("run-1")));
+    for (int i = 1; i <= 100; ++i) keep((*j)->append(journal::turn_start_event{i}));
+    CHECK((*j)->n_events() == 101);
+    auto none = db::read_events(*f.conn, "run-1");
+    REQUIRE(none.ok());
+    CHECK(none->empty());
+    REQUIRE((*locker)->exec_script("COMMIT").ok());
+
+    // The intent of a call with side effects: in the database when append returns, after every line before it.
+    journal::tool_start_event intent;
+    intent.step = 100;
+    intent.call_id = "call_100_0";
+    intent.name = "shell";
+    intent.arguments_json = R"({"program": "echo"})";
+    intent.read_only = false;
+    keep((*j)->append(intent));
+    auto lines = db::read_events(*f.conn, "run-1");
+    REQUIRE(lines.ok());
+    REQUIRE(lines->size() == expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+        CHECK((*lines)[i].first == static_cast<int64_t>(i));
+        CHECK((*lines)[i].second == expected[i]);
+    }
+    // The 100 lines queued behind the lock went in one or two statements, not one each.
+    auto batches = f.conn->exec("SELECT count(DISTINCT xmin::text) AS n FROM tachyon.events WHERE run_id = 'run-1'");
+    REQUIRE(batches.ok());
+    CHECK(std::stoi(batches->get(0, "n")) <= 3);
+
+    // Closing the journal writes what is queued.
+    for (int i = 101; i <= 110; ++i) keep((*j)->append(journal::turn_start_event{i}));
+    j->reset();
+    auto all = db::read_events(*f.conn, "run-1");
+    REQUIRE(all.ok());
+    REQUIRE(all->size() == expected.size());
+    CHECK(all->back().second == expected.back());
+    auto log = db::journal_of_lines("run-1", *all);
+    REQUIRE(log.ok());
+    CHECK(log->warnings.empty());
 }

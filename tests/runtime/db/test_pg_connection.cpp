@@ -27,10 +27,7 @@ TEST_CASE("pg_connection: a URL that is not PostgreSQL's is refused naming the o
 
 TEST_CASE("pg_connection: queries run on the event loop and errors name the statement's problem and notifications arrive") {
     pg_test::database d("conn");
-    if (d.url().empty()) {
-        MESSAGE(d.skip_message());
-        return;
-    }
+    if (d.skipped()) return;
     asio::io_context io;
     auto c = db::pg_connection::connect(d.url(), io.get_executor());
     REQUIRE_MESSAGE(c.ok(), c.err().message);
@@ -63,10 +60,7 @@ TEST_CASE("pg_connection: queries run on the event loop and errors name the stat
 
 TEST_CASE("pg_connection: a pool gives a connection back to the next taker and drops one whose server process is gone") {
     pg_test::database d("pool");
-    if (d.url().empty()) {
-        MESSAGE(d.skip_message());
-        return;
-    }
+    if (d.skipped()) return;
     db::connection_pool pool(d.url());
     auto pid_of = [](db::pg_connection& c) {
         auto r = c.exec("SELECT pg_backend_pid() AS pid");

@@ -13,31 +13,9 @@ using namespace tachyon;
 namespace asio = boost::asio;
 using std::chrono::milliseconds;
 
-namespace {
-
-struct store_fixture {
-    pg_test::database d;
-    asio::io_context io;
-    std::unique_ptr<db::pg_connection> conn;
-    explicit store_fixture(const std::string& tag) : d(tag) {
-        if (d.url().empty()) return;
-        auto c = db::pg_connection::connect(d.url(), io.get_executor());
-        REQUIRE_MESSAGE(c.ok(), c.err().message);
-        conn = std::move(c).value();
-        REQUIRE(db::migrate(*conn).ok());
-    }
-    template <class T>
-    T run(asio::awaitable<T> op) { return pg_test::block_on(io, std::move(op)); }
-};
-
-}  // namespace
-
 TEST_CASE("run_store: a queued run is claimed once with its task and inputs under epoch 1") {
-    store_fixture f("store_claim");
-    if (!f.conn) {
-        MESSAGE(f.d.skip_message());
-        return;
-    }
+    pg_test::fixture f("store_claim");
+    if (f.skipped()) return;
     REQUIRE(f.run(db::enqueue(*f.conn, "run-1", "incident-analyst", "find it", {{"incident_dir", "/data/x"}, {"q", "a \"b\""}})).ok());
     auto taken = f.run(db::enqueue(*f.conn, "run-1", "other", "again", {}));
     REQUIRE_FALSE(taken.ok());
@@ -66,11 +44,8 @@ TEST_CASE("run_store: a queued run is claimed once with its task and inputs unde
 }
 
 TEST_CASE("run_store: a claim skips a run another worker has locked instead of waiting for it (SKIP LOCKED)") {
-    store_fixture f("store_skip");
-    if (!f.conn) {
-        MESSAGE(f.d.skip_message());
-        return;
-    }
+    pg_test::fixture f("store_skip");
+    if (f.skipped()) return;
     REQUIRE(f.run(db::enqueue(*f.conn, "run-a", "x", "t", {})).ok());
     REQUIRE(f.run(db::enqueue(*f.conn, "run-b", "x", "t", {})).ok());
     // Another worker is in the middle of claiming run-a (its row locked).
@@ -88,11 +63,8 @@ TEST_CASE("run_store: a claim skips a run another worker has locked instead of w
 }
 
 TEST_CASE("run_store: two workers claiming 60 runs at once never get the same run and get them all") {
-    store_fixture f("store_two");
-    if (!f.conn) {
-        MESSAGE(f.d.skip_message());
-        return;
-    }
+    pg_test::fixture f("store_two");
+    if (f.skipped()) return;
     for (int i = 0; i < 60; ++i) REQUIRE(f.run(db::enqueue(*f.conn, "run-" + std::to_string(i), "x", "t", {})).ok());
     std::vector<std::string> got[2];
     std::string errors[2];
@@ -125,11 +97,8 @@ TEST_CASE("run_store: two workers claiming 60 runs at once never get the same ru
 }
 
 TEST_CASE("run_store: once the lease expires another worker claims the run at the next epoch and the stale epoch's writes are refused") {
-    store_fixture f("store_fence");
-    if (!f.conn) {
-        MESSAGE(f.d.skip_message());
-        return;
-    }
+    pg_test::fixture f("store_fence");
+    if (f.skipped()) return;
     REQUIRE(f.run(db::enqueue(*f.conn, "run-1", "x", "t", {})).ok());
     // A lease of 0 ms: expired the moment it is taken, as if its worker died.
     auto first = f.run(db::claim(*f.conn, "worker-a", milliseconds(0), 1));
@@ -186,11 +155,8 @@ TEST_CASE("run_store: once the lease expires another worker claims the run at th
 }
 
 TEST_CASE("run_store: a parked run goes back to the queue only at the epoch it was read at, with its decisions for the next claim") {
-    store_fixture f("store_resume");
-    if (!f.conn) {
-        MESSAGE(f.d.skip_message());
-        return;
-    }
+    pg_test::fixture f("store_resume");
+    if (f.skipped()) return;
     const std::vector<call_decision> approve = {{"call_1_0", "approve", "ok \"then\""}};
     REQUIRE(f.run(db::enqueue(*f.conn, "run-1", "a", "t", {})).ok());
     CHECK_FALSE(*f.run(db::request_resume(*f.conn, "run-1", 0, approve)));  // queued: nothing to decide
@@ -220,11 +186,8 @@ TEST_CASE("run_store: a parked run goes back to the queue only at the epoch it w
 }
 
 TEST_CASE("run_store: cancelling ends a queued run at once and marks a running one for its worker, ended ones unchanged") {
-    store_fixture f("store_cancel");
-    if (!f.conn) {
-        MESSAGE(f.d.skip_message());
-        return;
-    }
+    pg_test::fixture f("store_cancel");
+    if (f.skipped()) return;
     REQUIRE(f.run(db::enqueue(*f.conn, "queued", "a", "t", {})).ok());
     auto q = f.run(db::request_cancel(*f.conn, "queued"));
     REQUIRE(q.ok());
@@ -242,4 +205,19 @@ TEST_CASE("run_store: cancelling ends a queued run at once and marks a running o
     REQUIRE(*f.run(db::finish(*f.conn, "running", 1, "cancelled", "{}")));
     CHECK_FALSE(f.run(db::request_cancel(*f.conn, "running"))->has_value());
     CHECK_FALSE(f.run(db::request_cancel(*f.conn, "no-such-run"))->has_value());
+}
+
+TEST_CASE("run_store: a run queued with the request's traceparent keeps it for its worker's spans; without one the column is NULL") {
+    pg_test::fixture f("store_traceparent");
+    if (f.skipped()) return;
+    const std::string tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    REQUIRE(f.run(db::enqueue(*f.conn, "traced", "a", "t", {}, tp)).ok());
+    REQUIRE(f.run(db::enqueue(*f.conn, "untraced", "a", "t", {})).ok());
+    auto r = f.conn->exec("SELECT id, traceparent FROM tachyon.runs ORDER BY id");
+    REQUIRE_MESSAGE(r.ok(), r.err().message);
+    REQUIRE(r->rows.size() == 2);
+    CHECK(r->get(0, "id") == "traced");
+    CHECK(r->rows[0][1] == std::optional<std::string>(tp));
+    CHECK(r->get(1, "id") == "untraced");
+    CHECK_FALSE(r->rows[1][1].has_value());
 }

@@ -17,10 +17,7 @@ TEST_CASE("schema: migrations are numbered from 1 in order") {
 
 TEST_CASE("schema: an empty database is migrated to this build's version once and migrating again changes nothing") {
     pg_test::database d("schema");
-    if (d.url().empty()) {
-        MESSAGE(d.skip_message());
-        return;
-    }
+    if (d.skipped()) return;
     auto c = db::pg_connection::connect(d.url());
     REQUIRE_MESSAGE(c.ok(), c.err().message);
     auto& conn = **c;
@@ -45,10 +42,7 @@ TEST_CASE("schema: an empty database is migrated to this build's version once an
 
 TEST_CASE("schema: processes that migrate one empty database at the same time apply each migration once") {
     pg_test::database d("schema_race");
-    if (d.url().empty()) {
-        MESSAGE(d.skip_message());
-        return;
-    }
+    if (d.skipped()) return;
     std::vector<std::thread> threads;
     std::atomic<int> ok{0};
     std::vector<std::string> errors(4);
@@ -73,10 +67,7 @@ TEST_CASE("schema: processes that migrate one empty database at the same time ap
 
 TEST_CASE("schema: a database migrated by a newer tachyon is refused with the versions named") {
     pg_test::database d("schema_newer");
-    if (d.url().empty()) {
-        MESSAGE(d.skip_message());
-        return;
-    }
+    if (d.skipped()) return;
     auto c = db::pg_connection::connect(d.url());
     REQUIRE(c.ok());
     REQUIRE(db::migrate(**c).ok());

@@ -3,11 +3,16 @@
 // other than the one that queued the run, and carried out by a worker.
 #include <doctest/doctest.h>
 
+#include <future>
 #include <thread>
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 
 #include "runtime/db/db_journal.h"
 #include "runtime/db/run_store.h"
 #include "runtime/serve/http_runs.h"
+#include "runtime/serve/http_server.h"
 #include "tests/runtime/db/pg_test_db.h"
 #include "tests/runtime/db/worker_fixture.h"
 
@@ -18,13 +23,25 @@ using std::chrono::milliseconds;
 
 namespace {
 
-// A serve node's runs on database `url` (it runs nothing itself).
+// A serve node's runs on database `url` (it runs nothing itself), asked
+// as the HTTP sessions ask them: each call awaited on the node's own loop.
 struct serve_node {
     agent_service unused{service_options{}};
     http::run_registry runs;
+    asio::io_context io;
     serve_node(const std::string& url, const agents_folder& agents) : runs(unused, options(url, agents), nullptr) {
         auto st = runs.open_database();
         REQUIRE_MESSAGE(st.ok(), st.err().message);
+    }
+    std::shared_ptr<http::run_record> find(const std::string& id) { return pg_test::block_on(io, runs.async_find(id)); }
+    result<std::shared_ptr<http::run_record>> resume(const std::string& id, std::vector<call_decision> decisions) {
+        return pg_test::block_on(io, runs.async_resume(id, std::move(decisions)));
+    }
+    result<std::string> list_json(const std::string& query) { return pg_test::block_on(io, runs.async_list_json(query)); }
+    void cancel(std::shared_ptr<http::run_record> run) { pg_test::block_on(io, cancel_awaitable(std::move(run))); }
+    asio::awaitable<bool> cancel_awaitable(std::shared_ptr<http::run_record> run) {
+        co_await runs.async_cancel(std::move(run));
+        co_return true;
     }
     static http::run_registry_options options(const std::string& url, const agents_folder& agents) {
         http::run_registry_options o;
@@ -36,7 +53,7 @@ struct serve_node {
     std::string start(const agents_folder& agents) {
         const std::string body = "{\"agent\": \"test-agent\", \"task\": \"" + std::string(k_task) + "\", \"inputs\": {\"incident_dir\": \"" +
                                  agents.incident.path.string() + "\"}}";
-        auto r = runs.start(body);
+        auto r = pg_test::block_on(io, runs.async_start(body));
         REQUIRE_MESSAGE(r.ok(), r.err().message);
         return (*r)->id();
     }
@@ -51,8 +68,8 @@ db::worker_stats work(const std::string& url, const agents_folder& agents, const
     return w.stats();
 }
 
-db::run_row row_of(asio::io_context& io, db::pg_connection& c, const std::string& id) {
-    auto row = pg_test::block_on(io, db::get_run(c, id));
+db::run_row row_of(pg_test::fixture& f, const std::string& id) {
+    auto row = f.run(db::get_run(*f.conn, id));
     REQUIRE_MESSAGE(row.ok(), row.err().message);
     REQUIRE(row->has_value());
     return **row;
@@ -60,55 +77,71 @@ db::run_row row_of(asio::io_context& io, db::pg_connection& c, const std::string
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// One HTTP request on a connection of its own: the status and body (0 when
+// no answer came within 30 s).
+std::pair<int, std::string> http_request(uint16_t port, boost::beast::http::verb method, const std::string& target) {
+    namespace beast = boost::beast;
+    asio::io_context io;
+    beast::tcp_stream stream(io);
+    stream.expires_after(std::chrono::seconds(30));
+    beast::error_code ec;
+    stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
+    if (ec) return {0, ec.message()};
+    beast::http::request<beast::http::string_body> req{method, target, 11};
+    req.set(beast::http::field::host, "127.0.0.1");
+    req.prepare_payload();
+    beast::http::write(stream, req, ec);
+    if (ec) return {0, ec.message()};
+    beast::flat_buffer buffer;
+    beast::http::response<beast::http::string_body> res;
+    beast::http::read(stream, buffer, res, ec);
+    if (ec) return {0, ec.message()};
+    return {res.result_int(), res.body()};
+}
+
 }  // namespace
 
 TEST_CASE("serve --db: a run awaiting approval is approved or rejected on another serve node and a worker resumes it to its answer") {
     for (const std::string action : {"approve", "reject"}) {
         CAPTURE(action);
-        pg_test::database d("serve_approval");
-        if (d.url().empty()) {
-            MESSAGE(d.skip_message());
-            return;
-        }
+        pg_test::fixture f("serve_approval");
+        if (f.skipped()) return;
         agents_folder agents(R"(, "requires_approval": true)");
-        asio::io_context io;
-        auto c = pg_test::migrated(d, io);
-        REQUIRE(c.ok());
-        serve_node queuing(d.url(), agents);
-        serve_node deciding(d.url(), agents);
+        serve_node queuing(f.url(), agents);
+        serve_node deciding(f.url(), agents);
         const std::string id = queuing.start(agents);
 
-        work(d.url(), agents, k_turns);
-        CHECK(row_of(io, **c, id).state == "awaiting_approval");
-        auto parked = deciding.runs.find(id);
+        work(f.url(), agents, k_turns);
+        CHECK(row_of(f, id).state == "awaiting_approval");
+        auto parked = deciding.find(id);
         REQUIRE(parked);
         CHECK(has(parked->status_json(), R"("state":"awaiting_approval")"));
         CHECK(has(parked->status_json(), R"("call_id":"call_1_0")"));
 
         // A decision that does not fit the call is refused, and nothing changes.
-        auto wrong = deciding.runs.resume(id, {{"call_1_0", "retry", ""}});
+        auto wrong = deciding.resume(id, {{"call_1_0", "retry", ""}});
         REQUIRE_FALSE(wrong.ok());
         CHECK(wrong.err().code == errc::invalid_argument);
-        auto unknown = deciding.runs.resume(id, {{"call_9_9", action, ""}});
+        auto unknown = deciding.resume(id, {{"call_9_9", action, ""}});
         REQUIRE_FALSE(unknown.ok());
         CHECK(has(unknown.err().message, "is not waiting for a decision on it"));
-        CHECK(row_of(io, **c, id).state == "awaiting_approval");
+        CHECK(row_of(f, id).state == "awaiting_approval");
 
-        auto decided = deciding.runs.resume(id, {{"call_1_0", action, "not now"}});
+        auto decided = deciding.resume(id, {{"call_1_0", action, "not now"}});
         REQUIRE_MESSAGE(decided.ok(), decided.err().message);
         CHECK((*decided)->state() == "queued");
         // Decided once: the other node's second word on it waits for the run to stop.
-        auto twice = queuing.runs.resume(id, {{"call_1_0", action, ""}});
+        auto twice = queuing.resume(id, {{"call_1_0", action, ""}});
         REQUIRE_FALSE(twice.ok());
         CHECK(twice.err().code == errc::unsupported);
 
         // The recorded first turn is not generated again: the model plays the rest.
-        auto stats = work(d.url(), agents, {k_turns.begin() + 1, k_turns.end()});
+        auto stats = work(f.url(), agents, {k_turns.begin() + 1, k_turns.end()});
         CHECK(stats.resumed == 1);
-        const db::run_row done = row_of(io, **c, id);
+        const db::run_row done = row_of(f, id);
         CHECK(done.state == "succeeded");
         CHECK(has(done.result_json, R"("verified":true)"));
-        auto lines = db::read_events(**c, id);
+        auto lines = db::read_events(*f.conn, id);
         REQUIRE(lines.ok());
         CHECK(count_type(*lines, "call_pending") == 1);
         CHECK(count_type(*lines, "decision") == 1);
@@ -127,22 +160,16 @@ TEST_CASE("serve --db: a run awaiting approval is approved or rejected on anothe
 }
 
 TEST_CASE("serve --db: a call with side effects that may have run is skipped on a serve node and the worker goes on without running it") {
-    pg_test::database d("serve_decide");
-    if (d.url().empty()) {
-        MESSAGE(d.skip_message());
-        return;
-    }
+    pg_test::fixture f("serve_decide");
+    if (f.skipped()) return;
     agents_folder agents({}, R"(,
     {"name": "shell", "settings": {"allowed_programs": "echo", "sandbox": "none"}})");
-    asio::io_context io;
-    auto c = pg_test::migrated(d, io);
-    REQUIRE(c.ok());
     const std::string args = R"({"program": "echo", "args": ["deployed"]})";
 
     // A worker died right after the intent of a shell call (not read-only)
     // reached the journal.
-    REQUIRE(pg_test::block_on(io, db::enqueue(**c, "run-1", "test-agent", k_task, agents.inputs())).ok());
-    auto dead = pg_test::block_on(io, db::claim(**c, "dead-worker", milliseconds(0), 1));
+    REQUIRE(f.run(db::enqueue(*f.conn, "run-1", "test-agent", k_task, agents.inputs())).ok());
+    auto dead = f.run(db::claim(*f.conn, "dead-worker", milliseconds(0), 1));
     REQUIRE(dead.ok());
     REQUIRE(dead->size() == 1);
     journal::run_start_event start;
@@ -164,23 +191,23 @@ TEST_CASE("serve --db: a call with side effects that may have run is skipped on 
     for (const auto& e : written) {
         std::string line = journal::to_json_line(e, 16 * 1024);
         line.pop_back();
-        auto w = db::append_event(**c, "run-1", (*dead)[0].epoch, e.seq, line);
+        auto w = db::append_event(*f.conn, "run-1", (*dead)[0].epoch, e.seq, line);
         REQUIRE_MESSAGE(w.ok(), w.err().message);
         REQUIRE(*w);
     }
 
     // The worker that takes it over parks it: the call may have run.
-    work(d.url(), agents, {call("shell", args)});
-    CHECK(row_of(io, **c, "run-1").state == "needs_attention");
+    work(f.url(), agents, {call("shell", args)});
+    CHECK(row_of(f, "run-1").state == "needs_attention");
 
-    serve_node node(d.url(), agents);
-    auto skipped = node.runs.resume("run-1", {{"call_1_0", "skip", ""}});
+    serve_node node(f.url(), agents);
+    auto skipped = node.resume("run-1", {{"call_1_0", "skip", ""}});
     REQUIRE_MESSAGE(skipped.ok(), skipped.err().message);
     CHECK((*skipped)->state() == "queued");
-    work(d.url(), agents, {k_answer_ok});
+    work(f.url(), agents, {k_answer_ok});
 
-    CHECK(row_of(io, **c, "run-1").state == "succeeded");
-    auto lines = db::read_events(**c, "run-1");
+    CHECK(row_of(f, "run-1").state == "succeeded");
+    auto lines = db::read_events(*f.conn, "run-1");
     REQUIRE(lines.ok());
     int shell_starts = 0;
     for (const auto& line : *lines)
@@ -192,107 +219,95 @@ TEST_CASE("serve --db: a call with side effects that may have run is skipped on 
     CHECK(told);
 
     // An ended run is not resumed.
-    auto ended = node.runs.resume("run-1", {});
+    auto ended = node.resume("run-1", {});
     REQUIRE_FALSE(ended.ok());
     CHECK(ended.err().code == errc::invalid_argument);
-    auto missing = node.runs.resume("no-such-run", {});
+    auto missing = node.resume("no-such-run", {});
     REQUIRE_FALSE(missing.ok());
     CHECK(missing.err().code == errc::not_found);
 }
 
 TEST_CASE("serve --db: cancel on another serve node ends a queued run at once and a running one through its worker, journaled") {
-    pg_test::database d("serve_cancel");
-    if (d.url().empty()) {
-        MESSAGE(d.skip_message());
-        return;
-    }
+    pg_test::fixture f("serve_cancel");
+    if (f.skipped()) return;
     agents_folder agents;
-    asio::io_context io;
-    auto c = pg_test::migrated(d, io);
-    REQUIRE(c.ok());
-    serve_node queuing(d.url(), agents);
-    serve_node cancelling(d.url(), agents);
+    serve_node queuing(f.url(), agents);
+    serve_node cancelling(f.url(), agents);
 
     // Queued, no worker yet: nothing to journal, it ends here.
     const std::string queued = queuing.start(agents);
-    auto q = cancelling.runs.find(queued);
+    auto q = cancelling.find(queued);
     REQUIRE(q);
-    q->cancel();
-    const db::run_row q_row = row_of(io, **c, queued);
+    cancelling.cancel(q);
+    const db::run_row q_row = row_of(f, queued);
     CHECK(q_row.state == "cancelled");
     CHECK(has(q_row.result_json, "cancelled before a worker started it"));
-    CHECK(work(d.url(), agents, k_turns).claimed == 0);
+    CHECK(work(f.url(), agents, k_turns).claimed == 0);
 
     // Running on a worker: the worker hears of it and the run ends cancelled.
     const std::string running = queuing.start(agents);
     auto service = scripted_service(agents.model_path, k_turns, std::chrono::microseconds(5000));
-    db::worker w(*service, worker_opts(d.url(), agents.dir.path.string()));
+    db::worker w(*service, worker_opts(f.url(), agents.dir.path.string()));
     status st;
     std::thread t([&] { st = w.run(); });
     for (int i = 0; i < 2000; ++i) {
-        auto n = c.value()->exec("SELECT count(*) AS n FROM tachyon.events WHERE run_id = $1", {running});
+        auto n = f.conn->exec("SELECT count(*) AS n FROM tachyon.events WHERE run_id = $1", {running});
         if (n.ok() && n->get(0, "n") != "0") break;
         std::this_thread::sleep_for(milliseconds(5));
     }
-    auto r = cancelling.runs.find(running);
+    auto r = cancelling.find(running);
     REQUIRE(r);
-    r->cancel();
+    cancelling.cancel(r);
     t.join();
     REQUIRE_MESSAGE(st.ok(), st.err().message);
     CHECK(w.stats().finished == 1);
-    CHECK(row_of(io, **c, running).state == "cancelled");
-    auto lines = db::read_events(**c, running);
+    CHECK(row_of(f, running).state == "cancelled");
+    auto lines = db::read_events(*f.conn, running);
     REQUIRE(lines.ok());
     REQUIRE(count_type(*lines, "run_end") == 1);
     CHECK(has(lines->back().second, R"("state":"cancelled")"));
-    CHECK_FALSE(has(row_of(io, **c, running).result_json, R"("verified":true)"));
+    CHECK_FALSE(has(row_of(f, running).result_json, R"("verified":true)"));
 }
 
 TEST_CASE("serve --db: GET /v1/runs lists the database's runs on any serve node, newest first, by pages and by state") {
-    pg_test::database d("serve_list");
-    if (d.url().empty()) {
-        MESSAGE(d.skip_message());
-        return;
-    }
+    pg_test::fixture f("serve_list");
+    if (f.skipped()) return;
     agents_folder agents;
-    asio::io_context io;
-    auto c = pg_test::migrated(d, io);
-    REQUIRE(c.ok());
-    serve_node queuing(d.url(), agents);
-    serve_node other(d.url(), agents);
+    serve_node queuing(f.url(), agents);
+    serve_node other(f.url(), agents);
     const std::string first = queuing.start(agents);
     const std::string second = queuing.start(agents);
     const std::string third = queuing.start(agents);
     // The oldest ends.
-    auto claimed = pg_test::block_on(io, db::claim(**c, "w", milliseconds(60000), 1));
+    auto claimed = f.run(db::claim(*f.conn, "w", milliseconds(60000), 1));
     REQUIRE(claimed.ok());
     REQUIRE(claimed->size() == 1);
     REQUIRE((*claimed)[0].id == first);
-    REQUIRE(*pg_test::block_on(io, db::finish(**c, first, (*claimed)[0].epoch, "succeeded", "{\"answer\":null}")));
+    REQUIRE(*f.run(db::finish(*f.conn, first, (*claimed)[0].epoch, "succeeded", "{\"answer\":null}")));
 
-    auto page = other.runs.list_json("limit=2");
+    auto page = other.list_json("limit=2");
     REQUIRE_MESSAGE(page.ok(), page.err().message);
     CHECK(page->find(third) < page->find(second));
     CHECK_FALSE(has(*page, "\"id\":\"" + first + "\""));
     CHECK(has(*page, "\"last_id\":\"" + second + "\""));
     CHECK(has(*page, R"("has_more":true)"));
-    auto next = other.runs.list_json("limit=2&after=" + second);
+    auto next = other.list_json("limit=2&after=" + second);
     REQUIRE(next.ok());
     CHECK(has(*next, "\"id\":\"" + first + "\""));
     CHECK(has(*next, R"("state":"succeeded")"));
     CHECK(has(*next, R"("has_more":false)"));
-    auto ended = other.runs.list_json("state=succeeded");
+    auto ended = other.list_json("state=succeeded");
     REQUIRE(ended.ok());
     CHECK(has(*ended, "\"first_id\":\"" + first + "\""));
     CHECK(has(*ended, "\"last_id\":\"" + first + "\""));
-    auto waiting = queuing.runs.list_json("state=queued");
+    auto waiting = queuing.list_json("state=queued");
     REQUIRE(waiting.ok());
     CHECK(has(*waiting, "\"first_id\":\"" + third + "\""));
     CHECK(has(*waiting, "\"last_id\":\"" + second + "\""));
 
     for (const std::string bad : {"limit=0", "limit=x", "state=done", "after=../x", "sort=asc"}) {
         CAPTURE(bad);
-        auto refused = other.runs.list_json(bad);
+        auto refused = other.list_json(bad);
         REQUIRE_FALSE(refused.ok());
         CHECK(refused.err().code == errc::invalid_argument);
         CHECK(has(refused.err().message, bad.substr(0, bad.find('='))));
@@ -333,4 +348,97 @@ TEST_CASE("runs list without a database: the runs in memory, newest first, by pa
     CHECK(has(*runs.list_json("state=succeeded"), "\"last_id\":\"" + ids[2] + "\""));
     CHECK(has(*runs.list_json("state=failed"), R"("data":[])"));
     CHECK_FALSE(runs.list_json("limit=1001").ok());
+}
+
+TEST_CASE("serve --db: a worker that dies after journaling run_resume and before the decisions leaves them to the next, and nobody decides twice") {
+    pg_test::fixture f("serve_decisions_kept");
+    if (f.skipped()) return;
+    agents_folder agents(R"(, "requires_approval": true)");
+    serve_node node(f.url(), agents);
+    const std::string id = node.start(agents);
+    work(f.url(), agents, k_turns);
+    REQUIRE(row_of(f, id).state == "awaiting_approval");
+    auto approved = node.resume(id, {{"call_1_0", "approve", ""}});
+    REQUIRE_MESSAGE(approved.ok(), approved.err().message);
+
+    // A worker claims it, journals run_resume and dies before the decision.
+    auto dead = f.run(db::claim(*f.conn, "dead-worker", milliseconds(0), 1));
+    REQUIRE(dead.ok());
+    REQUIRE(dead->size() == 1);
+    REQUIRE((*dead)[0].resume_requested);
+    const int64_t seq = (*dead)[0].n_events;
+    std::string line = journal::to_json_line({seq, 1.0, journal::run_resume_event{"2026-12-02T03:00:01.000Z", seq, ""}}, 16 * 1024);
+    line.pop_back();
+    auto w = db::append_event(*f.conn, id, (*dead)[0].epoch, seq, line);
+    REQUIRE_MESSAGE(w.ok(), w.err().message);
+    REQUIRE(*w);
+
+    // The next worker journals the decision and goes on: the call runs, the run ends.
+    auto stats = work(f.url(), agents, {k_turns.begin() + 1, k_turns.end()});
+    CHECK(stats.resumed == 1);
+    const db::run_row done = row_of(f, id);
+    CHECK(done.state == "succeeded");
+    CHECK(has(done.result_json, R"("verified":true)"));
+    auto lines = db::read_events(*f.conn, id);
+    REQUIRE(lines.ok());
+    CHECK(count_type(*lines, "run_resume") == 2);
+    CHECK(count_type(*lines, "decision") == 1);
+    CHECK(count_type(*lines, "call_pending") == 1);
+    auto log = db::journal_of_lines(id, *lines);
+    REQUIRE(log.ok());
+    bool ran = false;
+    for (const auto& e : log->events)
+        if (const auto* t = std::get_if<journal::tool_call_event>(&e.body)) ran = ran || (t->name == "error_summary" && t->ok);
+    CHECK(ran);
+}
+
+TEST_CASE("serve --db: a request waiting on the database does not hold up the others: the server answers them meanwhile") {
+    pg_test::fixture f("serve_concurrent");
+    if (f.skipped()) return;
+    agents_folder agents;
+    agent_service unused{service_options{}};
+    http::run_registry runs(unused, serve_node::options(f.url(), agents), nullptr);
+    REQUIRE(runs.open_database().ok());
+    http::metrics stats;
+    http::server_options so;
+    so.port = 0;
+    so.n_threads = 1;  // one I/O thread: a request that blocked it would hold up every other
+    http::server server(so, {}, stats, &runs);
+    REQUIRE(server.start().ok());
+    for (const std::string id : {"run-a", "run-b"}) REQUIRE(f.run(db::enqueue(*f.conn, id, "test-agent", k_task, agents.inputs())).ok());
+
+    // Another transaction holds run-a's row: cancelling it waits for the lock.
+    auto locker = db::pg_connection::connect(f.url());
+    REQUIRE(locker.ok());
+    REQUIRE((*locker)->exec_script("BEGIN").ok());
+    REQUIRE((*locker)->exec("SELECT id FROM tachyon.runs WHERE id = 'run-a' FOR UPDATE").ok());
+    const uint16_t port = server.port();
+    auto slow = std::async(std::launch::async, [port] { return http_request(port, boost::beast::http::verb::post, "/v1/runs/run-a/cancel"); });
+    bool waiting = false;
+    for (int i = 0; i < 2000 && !waiting; ++i) {
+        auto n = f.conn->exec("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'");
+        REQUIRE(n.ok());
+        waiting = n->get(0, "n") != "0";
+        if (!waiting) std::this_thread::sleep_for(milliseconds(5));
+    }
+    REQUIRE(waiting);
+
+    // Meanwhile: another run read, cancelled and listed.
+    auto got = http_request(port, boost::beast::http::verb::get, "/v1/runs/run-b");
+    CHECK(got.first == 200);
+    CHECK(has(got.second, R"("state":"queued")"));
+    auto cancelled = http_request(port, boost::beast::http::verb::post, "/v1/runs/run-b/cancel");
+    CHECK(cancelled.first == 202);
+    CHECK(has(cancelled.second, R"("state":"cancelled")"));
+    auto listed = http_request(port, boost::beast::http::verb::get, "/v1/runs?state=queued");
+    CHECK(listed.first == 200);
+    CHECK(has(listed.second, R"("first_id":"run-a")"));
+    CHECK(slow.wait_for(std::chrono::seconds(0)) == std::future_status::timeout);
+
+    REQUIRE((*locker)->exec_script("COMMIT").ok());
+    auto a = slow.get();
+    CHECK(a.first == 202);
+    CHECK(has(a.second, R"("state":"cancelled")"));
+    CHECK(row_of(f, "run-a").state == "cancelled");
+    server.shutdown();
 }

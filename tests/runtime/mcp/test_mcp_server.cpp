@@ -12,6 +12,7 @@
 #include "tests/runtime/scripted_model.h"
 #include "tools/mcp/mcp_client.h"
 #include "tests/runtime/mcp/waiting_tool.h"
+#include "tests/runtime/telemetry/otlp_receiver.h"
 
 using namespace tachyon;
 
@@ -163,6 +164,62 @@ TEST_CASE("mcp serve: an agent is a tool whose call runs it to an answer, with p
     REQUIRE(missing.ok());
     CHECK(missing->is_error);
     CHECK(missing->text.find("topic") != std::string::npos);
+}
+
+namespace {
+// Remembers the traceparent its call was given.
+class trace_probe_tool final : public tools::tool {
+public:
+    std::string_view name() const override { return "trace_probe"; }
+    std::string_view description() const override { return "Tells the trace context of its call."; }
+    std::string_view parameters_schema() const override { return R"({"type":"object","properties":{}})"; }
+    result<std::string> invoke(std::string_view, const tools::call_context& ctx) override {
+        seen = std::string(ctx.traceparent);
+        return std::string("ok");
+    }
+    std::string seen;
+};
+}  // namespace
+
+TEST_CASE("mcp serve: a call continues the caller's params._meta.traceparent, as a server span when traced") {
+    const std::string caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    auto probe = std::make_shared<trace_probe_tool>();
+    mcp_server_options o;
+    o.tools = {probe};
+    {
+        // No tracer: what the call does continues the caller's context itself.
+        auto c = connect(o);
+        REQUIRE(c->call_tool("trace_probe", "{}", nullptr, {}, caller).ok());
+        CHECK(probe->seen == caller);
+        REQUIRE(c->call_tool("trace_probe", "{}", nullptr, {}, "00-garbage\r\nX-Evil: 1").ok());
+        CHECK(probe->seen.empty());  // a malformed one goes nowhere
+    }
+    otlp_test::receiver rx;
+    telemetry::otel_config config;
+    config.traces_url = rx.traces_url();
+    config.service_name = "mcp-server-test";
+    auto tracer = telemetry::tracer::create(config);
+    REQUIRE(tracer.ok());
+    o.tracer = *tracer;
+    auto c = connect(o);
+    auto r = c->call_tool("trace_probe", "{}", nullptr, {}, caller);
+    REQUIRE(r.ok());
+    CHECK_FALSE(r->is_error);
+    REQUIRE((*tracer)->flush(std::chrono::seconds(5)));
+    const auto spans = otlp_test::all_spans(rx.requests());
+    REQUIRE(spans.size() == 1);
+    const auto& s = spans[0];
+    CHECK(s.name == "tools/call trace_probe");
+    CHECK(s.kind == 2);  // server
+    CHECK(s.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736");
+    CHECK(s.parent_span_id == "00f067aa0ba902b7");
+    CHECK(s.str("mcp.method.name") == "tools/call");
+    CHECK(s.str("gen_ai.tool.name") == "trace_probe");
+    CHECK(s.str("gen_ai.operation.name") == "execute_tool");
+    CHECK(s.has("jsonrpc.request.id"));
+    CHECK_FALSE(s.has("error.type"));
+    // The tool's own outgoing calls are children of the server span.
+    CHECK(probe->seen == "00-4bf92f3577b34da6a3ce929d0e0e4736-" + s.span_id + "-01");
 }
 
 TEST_CASE("mcp serve: two tools of one name, and agents without a service, are refused") {

@@ -94,6 +94,83 @@ struct fixture {
     }
 };
 
+// An event stream read as it comes, on a connection of its own (GET /mcp,
+// or a POST answered as a stream).
+struct sse_reader {
+    struct event {
+        std::string id, data;
+        bool end = false;  // the stream ended (or nothing came in time)
+    };
+    boost::asio::io_context io;
+    beast::tcp_stream stream{io};
+    beast::flat_buffer buffer;
+    bhttp::response_parser<bhttp::string_body> parser;
+    int status = 0;
+    std::string content_type;
+
+    sse_reader(uint16_t port, bhttp::verb method, const std::string& body, std::vector<std::pair<std::string, std::string>> headers) {
+        stream.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
+        bhttp::request<bhttp::string_body> req{method, "/mcp", 11};
+        req.set(bhttp::field::host, "127.0.0.1");
+        req.set(bhttp::field::accept, method == bhttp::verb::get ? "text/event-stream" : "application/json, text/event-stream");
+        if (!body.empty()) req.set(bhttp::field::content_type, "application/json");
+        for (const auto& [k, v] : headers) req.set(k, v);
+        req.body() = body;
+        req.prepare_payload();
+        bhttp::write(stream, req);
+        parser.body_limit(boost::none);
+        stream.expires_after(std::chrono::seconds(10));
+        beast::error_code ec;
+        bhttp::read_header(stream, buffer, parser, ec);
+        if (ec) return;
+        status = parser.get().result_int();
+        content_type = std::string(parser.get()[bhttp::field::content_type]);
+    }
+    // The next event (comment lines skipped); an event with an id and no
+    // data is one to resume from.
+    event next() {
+        while (true) {
+            std::string& body = parser.get().body();
+            if (const size_t end = body.find("\n\n"); end != std::string::npos) {
+                event e;
+                std::string block = body.substr(0, end);
+                body.erase(0, end + 2);
+                bool any = false;
+                for (size_t start = 0; start <= block.size();) {
+                    size_t nl = block.find('\n', start);
+                    if (nl == std::string::npos) nl = block.size();
+                    const std::string line = block.substr(start, nl - start);
+                    if (line.rfind("id: ", 0) == 0) e.id = line.substr(4), any = true;
+                    if (line.rfind("data: ", 0) == 0) e.data = line.substr(6), any = true;
+                    start = nl + 1;
+                }
+                if (any) return e;
+                continue;
+            }
+            if (parser.is_done()) return {{}, {}, true};
+            stream.expires_after(std::chrono::seconds(10));
+            beast::error_code ec;
+            bhttp::read_some(stream, buffer, parser, ec);
+            if (ec) return {{}, {}, true};
+        }
+    }
+};
+
+// A tool whose call answers "opened" once the test opens its gate.
+class gate_tool final : public tools::tool {
+public:
+    std::string_view name() const override { return "gate"; }
+    std::string_view description() const override { return "Answers once opened."; }
+    std::string_view parameters_schema() const override { return R"({"type":"object","properties":{}})"; }
+    result<std::string> invoke(std::string_view, const tools::call_context& ctx) override {
+        started = true;
+        while (!opened && !ctx.cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        saw_cancel = ctx.cancelled();
+        return std::string("opened");
+    }
+    std::atomic<bool> started{false}, opened{false}, saw_cancel{false};
+};
+
 std::shared_ptr<tools::mcp::client> connect(const std::string& url) {
     tools::mcp::server_config c;
     c.name = "tachyon-http";
@@ -188,9 +265,9 @@ TEST_CASE("/mcp: sessions, protocol version, Origin, methods and bodies are chec
     CHECK(foreign.body.find("evil.example") != std::string::npos);
     CHECK(send(port, bhttp::verb::post, k_initialize, {{"Origin", "http://127.0.0.1.evil.example:80"}}).status == 403);
 
-    auto get = send(port, bhttp::verb::get, {}, {{"MCP-Session-Id", id}});
-    CHECK(get.status == 405);
-    CHECK(std::string(get.raw[bhttp::field::allow]) == "POST, DELETE");
+    auto put = send(port, bhttp::verb::put, list, {{"MCP-Session-Id", id}});
+    CHECK(put.status == 405);
+    CHECK(std::string(put.raw[bhttp::field::allow]) == "GET, POST, DELETE");
 
     CHECK(send(port, bhttp::verb::post, R"({"jsonrpc":"2.0","method":"notifications/initialized"})", {{"MCP-Session-Id", id}}).status == 202);
     CHECK(send(port, bhttp::verb::post, "[" + list + "]", {{"MCP-Session-Id", id}}).status == 400);
@@ -249,6 +326,121 @@ TEST_CASE("/mcp: a cancelled call's stream ends and its tool sees the cancel, sh
     g.server->shutdown();
     caller.join();
     CHECK(wait2->saw_cancel);
+}
+
+TEST_CASE("/mcp: GET opens the session's event stream, one at a time: notifications with ids, Last-Event-ID replays what was missed and takes the stream over") {
+    mcp_server_options o;
+    o.tools = {std::make_shared<echo_tool>()};
+    fixture f(o);
+    const uint16_t port = f.port();
+    auto init = send(port, bhttp::verb::post, k_initialize);
+    REQUIRE(init.status == 200);
+    CHECK(init.body.find("\"listChanged\":true") != std::string::npos);
+    const std::string id(init.raw["MCP-Session-Id"]);
+    const std::string changed = "notifications/tools/list_changed";
+
+    f.mcp->notify(changed);  // before any GET: kept for the first one
+    auto first = std::make_unique<sse_reader>(port, bhttp::verb::get, "", std::vector<std::pair<std::string, std::string>>{{"MCP-Session-Id", id}});
+    REQUIRE(first->status == 200);
+    CHECK(first->content_type == "text/event-stream");
+    auto prime = first->next();
+    CHECK(prime.id == "0-0");  // nothing sent yet: resuming from here replays everything
+    CHECK(prime.data.empty());
+    f.mcp->notify(changed);
+    auto e1 = first->next(), e2 = first->next();
+    CHECK(e1.id == "0-1");
+    CHECK(e1.data == R"({"jsonrpc":"2.0","method":"notifications/tools/list_changed"})");
+    CHECK(e2.id == "0-2");
+
+    // The connection breaks; what is sent meanwhile is replayed to the GET that resumes after 0-1.
+    first.reset();
+    f.mcp->notify(changed);
+    sse_reader resumed(port, bhttp::verb::get, "", {{"MCP-Session-Id", id}, {"Last-Event-ID", "0-1"}});
+    REQUIRE(resumed.status == 200);
+    CHECK(resumed.next().id == "0-2");
+    CHECK(resumed.next().id == "0-3");
+    f.mcp->notify(changed);
+    CHECK(resumed.next().id == "0-4");  // and the stream goes on
+
+    // One GET stream at a time; a resumption takes it over: the older one ends, each message goes out once.
+    auto second = send(port, bhttp::verb::get, {}, {{"MCP-Session-Id", id}, {"Accept", "text/event-stream"}});
+    CHECK(second.status == 409);
+    CHECK(second.body.find("Last-Event-ID") != std::string::npos);
+    sse_reader newer(port, bhttp::verb::get, "", {{"MCP-Session-Id", id}, {"Last-Event-ID", "0-4"}});
+    REQUIRE(newer.status == 200);
+    CHECK(resumed.next().end);
+    f.mcp->notify(changed);
+    CHECK(newer.next().id == "0-5");
+
+    auto bad = send(port, bhttp::verb::get, {}, {{"MCP-Session-Id", id}, {"Accept", "text/event-stream"}, {"Last-Event-ID", "yesterday"}});
+    CHECK(bad.status == 400);
+    CHECK(bad.body.find("yesterday") != std::string::npos);
+    CHECK(send(port, bhttp::verb::get, {}, {{"MCP-Session-Id", id}, {"Accept", "text/event-stream"}, {"Last-Event-ID", "9-1"}}).status == 400);
+    CHECK(send(port, bhttp::verb::get, {}, {{"MCP-Session-Id", id}, {"Accept", "application/json"}}).status == 406);
+    CHECK(send(port, bhttp::verb::get, {}, {{"Accept", "text/event-stream"}}).status == 400);
+    CHECK(send(port, bhttp::verb::get, {}, {{"MCP-Session-Id", "nope"}, {"Accept", "text/event-stream"}}).status == 404);
+
+    // Ending the session ends its stream.
+    CHECK(send(port, bhttp::verb::delete_, {}, {{"MCP-Session-Id", id}}).status == 204);
+    CHECK(newer.next().end);
+}
+
+TEST_CASE("/mcp: a POST's event stream carries ids, and a client that lost it resumes with GET and Last-Event-ID and gets the answer") {
+    auto gate = std::make_shared<gate_tool>();
+    mcp_server_options o;
+    o.tools = {gate};
+    fixture f(o);
+    const std::string id = f.open_session();
+    auto call = std::make_unique<sse_reader>(f.port(), bhttp::verb::post, R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"gate"}})",
+                                             std::vector<std::pair<std::string, std::string>>{{"MCP-Session-Id", id}});
+    REQUIRE(call->status == 200);
+    REQUIRE(call->content_type == "text/event-stream");
+    const auto prime = call->next();
+    REQUIRE_FALSE(prime.id.empty());
+    CHECK(prime.data.empty());
+    for (int i = 0; i < 1000 && !gate->started; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    REQUIRE(gate->started);
+    call.reset();  // the connection breaks while the call runs; that does not cancel it
+    gate->opened = true;
+
+    sse_reader resumed(f.port(), bhttp::verb::get, "", {{"MCP-Session-Id", id}, {"Last-Event-ID", prime.id}});
+    REQUIRE(resumed.status == 200);
+    const auto answer = resumed.next();
+    CHECK(answer.data.find(R"("id":7,"result")") != std::string::npos);
+    CHECK(answer.data.find("opened") != std::string::npos);
+    CHECK(answer.id.substr(0, answer.id.find('-')) == prime.id.substr(0, prime.id.find('-')));  // the same stream
+    CHECK(resumed.next().end);  // a POST's stream ends with its answer
+    CHECK_FALSE(gate->saw_cancel);
+
+    // Resumed once more from the same id, the answer comes again (the stream is kept);
+    // from the answer on, nothing follows: the stream is gone.
+    sse_reader again(f.port(), bhttp::verb::get, "", {{"MCP-Session-Id", id}, {"Last-Event-ID", prime.id}});
+    CHECK(again.next().id == answer.id);
+    CHECK(send(f.port(), bhttp::verb::get, {}, {{"MCP-Session-Id", id}, {"Accept", "text/event-stream"}, {"Last-Event-ID", answer.id}}).status == 410);
+}
+
+TEST_CASE("/mcp: tachyon's client holds the session's GET stream and lists the tools again after notifications/tools/list_changed") {
+    mcp_server_options o;
+    o.tools = {std::make_shared<echo_tool>()};
+    fixture f(o);
+    // Answers with status 200 on /mcp so far: initialize, tools/list, the GET stream, then each tools/list again.
+    auto answered = [&f] {
+        const std::string text = f.stats.render({}, {});
+        const std::string key = "tachyon_http_requests_total{route=\"/mcp\",status=\"200\"} ";
+        const size_t at = text.find(key);
+        return at == std::string::npos ? 0L : std::stol(text.substr(at + key.size()));
+    };
+    auto c = connect(f.url());
+    for (int i = 0; i < 1000 && answered() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    REQUIRE(answered() == 3);  // initialize, tools/list and the client's GET stream
+    REQUIRE(c->tools().ok());  // listed already: no request
+    CHECK(answered() == 3);
+    f.mcp->notify("notifications/tools/list_changed");
+    for (int i = 0; i < 1000 && answered() == 3; ++i) {
+        REQUIRE(c->tools().ok());  // lists again once the notification has come on the GET stream
+        if (answered() == 3) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    CHECK(answered() == 4);
 }
 
 TEST_CASE("/mcp: loopback origins") {

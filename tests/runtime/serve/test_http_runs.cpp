@@ -288,12 +288,14 @@ TEST_CASE("http_runs with a database: a run is queued there and answered from th
     ro.db_url = d.url();
     http::run_registry runs(service, ro, nullptr);
     REQUIRE(runs.open_database().ok());
-    auto r = runs.start(R"({"agent": "a", "task": "t"})");
+    // With a database the registry's calls are awaitables (as the HTTP sessions call them).
+    boost::asio::io_context node_io;
+    auto r = pg_test::block_on(node_io, runs.async_start(R"({"agent": "a", "task": "t"})"));
     REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.err().message));
     const std::string id = (*r)->id();
     CHECK((*r)->state() == "queued");
     CHECK(runs.n_active() == 0);  // nothing runs here: a worker will
-    CHECK_FALSE(runs.resume(id, {}).ok());
+    CHECK_FALSE(pg_test::block_on(node_io, runs.async_resume(id, {})).ok());
 
     // A worker claims it and writes an event; a reader waiting on the run is woken.
     boost::asio::io_context io;
@@ -303,7 +305,7 @@ TEST_CASE("http_runs with a database: a run is queued there and answered from th
     REQUIRE(claimed.ok());
     REQUIRE(claimed->size() == 1);
     CHECK((*claimed)[0].id == id);
-    auto found = runs.find(id);
+    auto found = pg_test::block_on(node_io, runs.async_find(id));
     REQUIRE(found != nullptr);
     std::vector<std::pair<int64_t, std::string>> out;
     bool done = true;
@@ -332,9 +334,9 @@ TEST_CASE("http_runs with a database: a run is queued there and answered from th
     // Another server on the same database answers for it too.
     http::run_registry other(service, ro, nullptr);
     REQUIRE(other.open_database().ok());
-    auto there = other.find(id);
+    auto there = pg_test::block_on(node_io, other.async_find(id));
     REQUIRE(there != nullptr);
     CHECK(there->finished());
     CHECK(there->status_json().find(R"("n_events":1)") != std::string::npos);
-    CHECK(other.find("no-such-run") == nullptr);
+    CHECK(pg_test::block_on(node_io, other.async_find("no-such-run")) == nullptr);
 }

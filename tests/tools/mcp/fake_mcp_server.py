@@ -55,6 +55,8 @@ def call(req):
     if mode == "wrong_id":
         return send({"jsonrpc": "2.0", "id": 999999, "result": text("lost")})
     if name == "echo":
+        if args.get("text") == "_meta":  # what the request carried in params._meta
+            return send({"jsonrpc": "2.0", "id": req["id"], "result": text(json.dumps(p.get("_meta", {}), sort_keys=True))})
         if mode == "env":
             return send({"jsonrpc": "2.0", "id": req["id"], "result": text(os.environ.get("MCP_TEST", "") + "|" + os.getcwd())})
         return send({"jsonrpc": "2.0", "id": req["id"], "result": text(args.get("text", ""))})

@@ -174,6 +174,19 @@ TEST_CASE("mcp client: a cancelled call returns promptly") {
     CHECK(r.err().code == errc::cancelled);
 }
 
+TEST_CASE("mcp client: over stdio a call's trace context travels in params._meta, beside its progress token") {
+    auto c = client::connect(fake("normal"));
+    REQUIRE(c.ok());
+    const std::string traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    auto traced = (*c)->call_tool("echo", R"({"text":"_meta"})", nullptr, {}, traceparent);
+    REQUIRE_MESSAGE(traced.ok(), traced.err().message);
+    CHECK(traced->text.find("\"progressToken\": ") != std::string::npos);
+    CHECK(traced->text.find("\"traceparent\": \"" + traceparent + "\"") != std::string::npos);
+    auto plain = (*c)->call_tool("echo", R"({"text":"_meta"})");
+    REQUIRE(plain.ok());
+    CHECK(plain->text.find("traceparent") == std::string::npos);  // none without a span
+}
+
 TEST_CASE("mcp client: notifications/tools/list_changed lists the tools again") {
     auto c = client::connect(fake("normal"));
     REQUIRE(c.ok());
