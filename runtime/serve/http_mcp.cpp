@@ -303,6 +303,25 @@ struct mcp_endpoint::impl {
         co_return co_await write(stream, req, status, tools::mcp::make_error_response(id, code, message), "application/json", stopping);
     }
 
+    // The session a POST or GET names (`what`: "POST /mcp"), or null with
+    // the refusal written (400 without the header, 404 for an unknown or
+    // ended session) and whether the connection stays open.
+    asio::awaitable<std::pair<std::shared_ptr<mcp_session>, bool>> session_for(beast::tcp_stream& stream, const request_t& req,
+                                                                               const std::string& session_id, const std::string& what,
+                                                                               bool stopping) {
+        std::shared_ptr<mcp_session> s = session_id.empty() ? nullptr : find(session_id);
+        if (s) co_return std::make_pair(std::move(s), true);
+        // An if, not a conditional: g++ 12 evaluates both awaits of one.
+        bool keep = false;
+        if (session_id.empty())
+            keep = co_await refuse(stream, req, bhttp::status::bad_request, k_mcp_invalid_request,
+                                   what + ": the MCP-Session-Id header is missing (initialize first; its answer carries the id)", stopping);
+        else
+            keep = co_await refuse(stream, req, bhttp::status::not_found, k_mcp_invalid_request,
+                                   "MCP session '" + session_id + "' not found (ended or expired): initialize again", stopping);
+        co_return std::make_pair(std::shared_ptr<mcp_session>(), keep);
+    }
+
     void notify(const std::string& message) {
         std::vector<std::shared_ptr<mcp_session>> all;
         {
@@ -388,13 +407,9 @@ asio::awaitable<bool> mcp_endpoint::impl::serve(beast::tcp_stream& stream, reque
         }
         co_return co_await write(stream, req, bhttp::status::ok, std::move(answer), "application/json", stopping, (*s)->id);
     }
-    if (session_id.empty())
-        co_return co_await refuse(stream, req, bhttp::status::bad_request, k_mcp_invalid_request,
-                                  "POST /mcp: the MCP-Session-Id header is missing (initialize first; its answer carries the id)", stopping);
-    auto s = find(session_id);
-    if (!s)
-        co_return co_await refuse(stream, req, bhttp::status::not_found, k_mcp_invalid_request,
-                                  "MCP session '" + session_id + "' not found (ended or expired): initialize again", stopping);
+    auto found = co_await session_for(stream, req, session_id, "POST /mcp", stopping);
+    if (!found.first) co_return found.second;
+    std::shared_ptr<mcp_session> s = std::move(found.first);
     s->touch();
     if (m.type != tools::mcp::message::kind::request) {
         // A cancelled call is not answered: its stream ends now.
@@ -426,13 +441,9 @@ asio::awaitable<bool> mcp_endpoint::impl::serve(beast::tcp_stream& stream, reque
 // connection only). A POST's stream that has ended with nothing after that
 // event is 410.
 asio::awaitable<bool> mcp_endpoint::impl::open_stream(beast::tcp_stream& stream, request_t& req, const std::string& session_id, bool stopping) {
-    if (session_id.empty())
-        co_return co_await refuse(stream, req, bhttp::status::bad_request, k_mcp_invalid_request,
-                                  "GET /mcp: the MCP-Session-Id header is missing (initialize first; its answer carries the id)", stopping);
-    auto s = find(session_id);
-    if (!s)
-        co_return co_await refuse(stream, req, bhttp::status::not_found, k_mcp_invalid_request,
-                                  "MCP session '" + session_id + "' not found (ended or expired): initialize again", stopping);
+    auto found = co_await session_for(stream, req, session_id, "GET /mcp", stopping);
+    if (!found.first) co_return found.second;
+    std::shared_ptr<mcp_session> s = std::move(found.first);
     const auto accept = req.find(bhttp::field::accept);
     if (accept == req.end() || std::string_view(accept->value().data(), accept->value().size()).find("text/event-stream") == std::string_view::npos)
         co_return co_await refuse(stream, req, bhttp::status::not_acceptable, k_mcp_invalid_request,

@@ -24,18 +24,23 @@ journal::run_start_event start_of(const std::string& id) {
     return e;
 }
 
+// Run "run-1" queued, claimed by "w" under `lease`, and its journal opened at that claim's epoch.
+result<std::unique_ptr<db::db_journal>> claimed_journal(pg_test::fixture& f, milliseconds lease) {
+    REQUIRE(f.run(db::enqueue(*f.conn, "run-1", "a", "t", {})).ok());
+    auto claimed = f.run(db::claim(*f.conn, "w", lease, 1));
+    REQUIRE(claimed.ok());
+    REQUIRE(claimed->size() == 1);
+    auto j = db::db_journal::open(f.url(), "run-1", (*claimed)[0].epoch, nullptr);
+    REQUIRE_MESSAGE(j.ok(), j.err().message);
+    return j;
+}
+
 }  // namespace
 
 TEST_CASE("db_journal: the lines in the database are the file journal's and read back as a journal") {
     pg_test::fixture f("journal");
     if (f.skipped()) return;
-    REQUIRE(f.run(db::enqueue(*f.conn, "run-1", "a", "t", {})).ok());
-    auto claimed = f.run(db::claim(*f.conn, "w", milliseconds(60000), 1));
-    REQUIRE(claimed.ok());
-    REQUIRE(claimed->size() == 1);
-
-    auto j = db::db_journal::open(f.url(), "run-1", (*claimed)[0].epoch, nullptr);
-    REQUIRE_MESSAGE(j.ok(), j.err().message);
+    auto j = claimed_journal(f, milliseconds(60000));
     CHECK((*j)->location() == "postgresql:run-1");
     auto e0 = (*j)->append(start_of("run-1"));
     REQUIRE_MESSAGE(e0.ok(), e0.err().message);
@@ -63,7 +68,7 @@ TEST_CASE("db_journal: the lines in the database are the file journal's and read
 
     // A resumed journal goes on after the events it was given.
     j->reset();
-    auto resumed = db::db_journal::open(f.url(), "run-1", (*claimed)[0].epoch, &*log);
+    auto resumed = db::db_journal::open(f.url(), "run-1", 1, &*log);  // the first claim's epoch
     REQUIRE(resumed.ok());
     CHECK((*resumed)->n_events() == 2);
     auto e2 = (*resumed)->append(journal::run_resume_event{"2026-12-02T03:00:01.000Z", 2, ""});
@@ -108,12 +113,7 @@ TEST_CASE("db_journal: once another worker claims the run the old lease's writes
 TEST_CASE("db_journal: ordinary lines do not wait for the database, land in order, and a line that must reach disk is committed when append returns") {
     pg_test::fixture f("journal_async");
     if (f.skipped()) return;
-    REQUIRE(f.run(db::enqueue(*f.conn, "run-1", "a", "t", {})).ok());
-    auto claimed = f.run(db::claim(*f.conn, "w", milliseconds(60000), 1));
-    REQUIRE(claimed.ok());
-    REQUIRE(claimed->size() == 1);
-    auto j = db::db_journal::open(f.url(), "run-1", (*claimed)[0].epoch, nullptr);
-    REQUIRE_MESSAGE(j.ok(), j.err().message);
+    auto j = claimed_journal(f, milliseconds(60000));
 
     // Another transaction holds the run's row: no journal write can commit.
     auto locker = db::pg_connection::connect(f.url());
