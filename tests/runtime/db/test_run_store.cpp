@@ -207,7 +207,7 @@ TEST_CASE("run_store: cancelling ends a queued run at once and marks a running o
     CHECK_FALSE(f.run(db::request_cancel(*f.conn, "no-such-run"))->has_value());
 }
 
-TEST_CASE("run_store: a run queued with the request's traceparent keeps it for its worker's spans; without one the column is NULL") {
+TEST_CASE("run_store: a run queued with the request's traceparent keeps it for its worker's spans, and without one the column is NULL") {
     pg_test::fixture f("store_traceparent");
     if (f.skipped()) return;
     const std::string tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
