@@ -87,7 +87,9 @@ result<journal::event> db_journal::append(const journal::event_body& body) {
     const bool to_disk = options_.fsync_each_event || journal::must_reach_disk(body);
     // The run's end waits too: the worker ends the run in the database
     // once the journal has said so, and a write after that is refused.
-    const bool waits = to_disk || std::holds_alternative<journal::run_end_event>(body);
+    bool waits = to_disk || std::holds_alternative<journal::run_end_event>(body);
+    if (const auto* s = std::get_if<journal::tool_start_event>(&body); s && !s->read_only) side_effect_calls_.insert(s->call_id);
+    if (const auto* c = std::get_if<journal::tool_call_event>(&body)) waits = side_effect_calls_.erase(c->call_id) > 0 || waits;
     // With fsync_each_event every commit flushes already.
     queue_.push_back({e.seq, std::move(line), to_disk && !options_.fsync_each_event});
     ++next_seq_;

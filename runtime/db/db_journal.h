@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -91,6 +92,10 @@ private:
     int64_t refused_seq_ = -1;   // the first line the database refused
     std::optional<error> failed_;  // a write that failed (not a refusal)
     bool closing_ = false;
+    // Calls with side effects started and not yet answered: their result
+    // line waits for its commit too, so a worker that dies after such a
+    // call leaves its result, not a call that may have run (needs_attention).
+    std::set<std::string> side_effect_calls_;
     std::thread writer_;
 };
 

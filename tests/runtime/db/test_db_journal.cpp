@@ -157,6 +157,20 @@ TEST_CASE("db_journal: ordinary lines do not wait for the database, land in orde
     REQUIRE(batches.ok());
     CHECK(std::stoi(batches->get(0, "n")) <= 3);
 
+    // Its result too, after an ordinary line: a worker that dies now leaves a call that ran, not one that may have.
+    keep((*j)->append(journal::turn_start_event{100}));
+    journal::tool_call_event answered;
+    answered.step = 100;
+    answered.call_id = "call_100_0";
+    answered.name = "shell";
+    answered.ok = true;
+    answered.result = "done";
+    keep((*j)->append(answered));
+    auto with_result = db::read_events(*f.conn, "run-1");
+    REQUIRE(with_result.ok());
+    REQUIRE(with_result->size() == expected.size());
+    CHECK(with_result->back().second == expected.back());
+
     // Closing the journal writes what is queued.
     for (int i = 101; i <= 110; ++i) keep((*j)->append(journal::turn_start_event{i}));
     j->reset();
