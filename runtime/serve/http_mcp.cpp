@@ -490,6 +490,23 @@ asio::awaitable<bool> mcp_endpoint::impl::open_stream(beast::tcp_stream& stream,
     co_return co_await write_stream(stream, req, c, parsed->second + 1, false, stopping);
 }
 
+namespace {
+
+// A timer that the channel's next message cancels, so that the coroutine
+// waiting on it wakes, and the turn of that attachment (detach it with it).
+std::pair<std::shared_ptr<asio::steady_timer>, uint64_t> attach_waker(const asio::any_io_executor& ex, mcp_channel& c) {
+    auto signal = std::make_shared<asio::steady_timer>(ex);
+    std::weak_ptr<asio::steady_timer> weak = signal;
+    const uint64_t turn = c.attach([ex, weak] {
+        asio::post(ex, [weak] {
+            if (auto t = weak.lock()) t->cancel();
+        });
+    });
+    return {std::move(signal), turn};
+}
+
+}  // namespace
+
 // Writes `c`'s events from number `next` on as an event stream, `prime`:
 // first an event with an id and no data, that a client can resume from
 // before any message came (MCP 2025-11-25). It ends after a POST stream's
@@ -499,13 +516,7 @@ asio::awaitable<bool> mcp_endpoint::impl::open_stream(beast::tcp_stream& stream,
 asio::awaitable<bool> mcp_endpoint::impl::write_stream(beast::tcp_stream& stream, const request_t& req, std::shared_ptr<mcp_channel> c,
                                                        uint64_t next, bool prime, bool stopping) {
     auto ex = co_await asio::this_coro::executor;
-    auto signal = std::make_shared<asio::steady_timer>(ex);
-    std::weak_ptr<asio::steady_timer> weak = signal;
-    const uint64_t turn = c->attach([ex, weak] {
-        asio::post(ex, [weak] {
-            if (auto t = weak.lock()) t->cancel();
-        });
-    });
+    auto [signal, turn] = attach_waker(ex, *c);
     struct detach_guard {
         std::shared_ptr<mcp_channel> c;
         uint64_t turn;
@@ -609,13 +620,7 @@ asio::awaitable<bool> mcp_endpoint::impl::answer(beast::tcp_stream& stream, requ
 
     // At once (tools/list, ping, a refused call), or a client that reads JSON only: wait, drop progress.
     auto ex = co_await asio::this_coro::executor;
-    auto signal = std::make_shared<asio::steady_timer>(ex);
-    std::weak_ptr<asio::steady_timer> weak = signal;
-    const uint64_t turn = c->attach([ex, weak] {
-        asio::post(ex, [weak] {
-            if (auto t = weak.lock()) t->cancel();
-        });
-    });
+    auto [signal, turn] = attach_waker(ex, *c);
     std::string response;
     bool closed = false;
     while (true) {
