@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/json_text.h"
 #include "base/result.h"
 
 namespace simdjson::dom {
@@ -19,17 +20,8 @@ namespace tachyon::json {
 // integer", "null" ... ("expected a string, got an integer").
 std::string kind_name(simdjson::dom::element_type t);
 
-// `s` as a JSON string literal, quotes included. Control characters are
-// escaped; bytes that are not valid UTF-8 (RFC 3629: no overlongs, no
-// surrogates) become U+FFFD, so the output is always valid JSON.
-std::string quote(std::string_view s);
-void append_quoted(std::string& out, std::string_view s);
-
 // A duration in milliseconds with three decimals ("12.345"); 0 for NaN/inf.
 void append_ms(std::string& out, double value);
-
-// `text` with every byte that starts no valid UTF-8 sequence replaced by U+FFFD.
-std::string sanitize_utf8(std::string_view text);
 
 // Parses `text` and returns it minified, or an error naming `what` and the
 // problem ("agents/x.json: not valid JSON: ...").

@@ -58,41 +58,14 @@ result<message> parse_message(std::string_view text) {
     return make_error(errc::parse_error, "JSON-RPC message with neither method, result nor error");
 }
 
-std::string quote(std::string_view s) {
-    static const char* hex = "0123456789abcdef";
-    std::string out;
-    out.reserve(s.size() + 2);
-    out += '"';
-    for (const char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
-            default:
-                if (c < 0x20) {
-                    out += "\\u00";
-                    out += hex[c >> 4];
-                    out += hex[c & 15];
-                } else {
-                    out += ch;
-                }
-        }
-    }
-    out += '"';
-    return out;
-}
-
 std::string make_request(int64_t id, std::string_view method, std::string_view params_json) {
-    std::string out = "{\"jsonrpc\":\"2.0\",\"id\":" + std::to_string(id) + ",\"method\":" + quote(method);
+    std::string out = "{\"jsonrpc\":\"2.0\",\"id\":" + std::to_string(id) + ",\"method\":" + json::quote(method);
     if (!params_json.empty()) out += ",\"params\":" + std::string(params_json);
     return out + "}";
 }
 
 std::string make_notification(std::string_view method, std::string_view params_json) {
-    std::string out = "{\"jsonrpc\":\"2.0\",\"method\":" + quote(method);
+    std::string out = "{\"jsonrpc\":\"2.0\",\"method\":" + json::quote(method);
     if (!params_json.empty()) out += ",\"params\":" + std::string(params_json);
     return out + "}";
 }
@@ -103,7 +76,7 @@ std::string make_response(std::string_view id_json, std::string_view result_json
 
 std::string make_error_response(std::string_view id_json, int64_t code, std::string_view message) {
     return "{\"jsonrpc\":\"2.0\",\"id\":" + std::string(id_json) + ",\"error\":{\"code\":" + std::to_string(code) +
-           ",\"message\":" + quote(message) + "}}";
+           ",\"message\":" + json::quote(message) + "}}";
 }
 
 }  // namespace tachyon::tools::mcp

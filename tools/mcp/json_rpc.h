@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/json_text.h"
 #include "base/result.h"
 
 namespace tachyon::tools::mcp {
@@ -37,7 +38,5 @@ std::string make_notification(std::string_view method, std::string_view params_j
 std::string make_response(std::string_view id_json, std::string_view result_json);
 std::string make_error_response(std::string_view id_json, int64_t code, std::string_view message);
 
-// `s` as a JSON string literal, quotes included.
-std::string quote(std::string_view s);
 
 }  // namespace tachyon::tools::mcp

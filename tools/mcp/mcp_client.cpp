@@ -299,7 +299,7 @@ status client::start_session() {
         s.alive = true;
         s.tools_stale = true;
     }
-    const std::string params = "{\"protocolVersion\":" + quote(supported_protocol_versions().front()) +
+    const std::string params = "{\"protocolVersion\":" + json::quote(supported_protocol_versions().front()) +
                                ",\"capabilities\":{},\"clientInfo\":{\"name\":\"tachyon\",\"version\":\"0.1.0\"}}";
     auto answer = request("initialize", params, nullptr, {}, false);
     auto give_up = [&](error e) -> status {
@@ -378,7 +378,7 @@ result<std::string> client::request(std::string_view method, std::string params_
     // say (HTTP sends the header too).
     std::string meta;
     if (method == "tools/call") meta = "\"progressToken\":" + std::to_string(id);
-    if (!traceparent.empty()) meta += (meta.empty() ? "" : ",") + std::string("\"traceparent\":") + quote(traceparent);
+    if (!traceparent.empty()) meta += (meta.empty() ? "" : ",") + std::string("\"traceparent\":") + json::quote(traceparent);
     if (!meta.empty()) {
         if (params_json.empty()) params_json = "{}";
         if (params_json.front() == '{') {
@@ -401,7 +401,7 @@ result<std::string> client::request(std::string_view method, std::string params_
             s.pending.erase(std::to_string(id));
             lock.unlock();
             const std::string reason = cancelled ? "cancelled by the caller" : "timed out";
-            s.reply(make_notification("notifications/cancelled", "{\"requestId\":" + std::to_string(id) + ",\"reason\":" + quote(reason) + "}"));
+            s.reply(make_notification("notifications/cancelled", "{\"requestId\":" + std::to_string(id) + ",\"reason\":" + json::quote(reason) + "}"));
             const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
             if (cancelled) return make_error(errc::cancelled, "mcp server " + config_.name + ": " + std::string(method) + " cancelled");
             return make_error(errc::timeout, "mcp server " + config_.name + ": " + std::string(method) + " got no answer within " +
@@ -429,7 +429,7 @@ result<std::vector<remote_tool>> client::list_tools() {
         if (page == k_max_list_pages)
             return make_error(errc::out_of_range, "mcp server " + config_.name + ": tools/list gave more than " +
                                                       std::to_string(k_max_list_pages) + " pages (a cursor that never ends?)");
-        auto answer = request("tools/list", cursor.empty() ? "{}" : "{\"cursor\":" + quote(cursor) + "}", nullptr, {}, false);
+        auto answer = request("tools/list", cursor.empty() ? "{}" : "{\"cursor\":" + json::quote(cursor) + "}", nullptr, {}, false);
         if (!answer) return answer.err();
         simdjson::dom::parser parser;
         element doc, list;
@@ -515,7 +515,7 @@ result<call_result> client::call_tool(std::string_view tool, std::string_view ar
     if (it == listed->end())
         return make_error(errc::not_found, "mcp server " + config_.name + " no longer lists tool '" + std::string(tool) + "'");
     const std::string output_schema = it->output_schema;
-    auto answer = request("tools/call", "{\"name\":" + quote(tool) + ",\"arguments\":" + std::string(arguments_json) + "}", cancel,
+    auto answer = request("tools/call", "{\"name\":" + json::quote(tool) + ",\"arguments\":" + std::string(arguments_json) + "}", cancel,
                           std::move(on_progress), true, false, traceparent);
     if (!answer) return answer.err();
     const std::string where = "mcp server " + config_.name + ": tool " + std::string(tool);

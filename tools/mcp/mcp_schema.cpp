@@ -54,7 +54,7 @@ public:
             if (key == "$defs" || key == "definitions" || key == "$schema" || key == "$id" || key == "$comment") continue;
             if (!first) out += ',';
             first = false;
-            out += quote(key);
+            out += json::quote(key);
             out += ':';
             if (key == "properties" && field.value.type() == element_type::OBJECT) {
                 // Property names are not schemas: write each value as one.
@@ -63,7 +63,7 @@ public:
                 for (auto p : field.value.get_object()) {
                     if (!first_p) out += ',';
                     first_p = false;
-                    out += quote(p.key);
+                    out += json::quote(p.key);
                     out += ':';
                     const bool mark = grounded && grounded->count(std::string(p.key));
                     std::string_view type;
