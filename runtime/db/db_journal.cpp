@@ -104,8 +104,10 @@ status db_journal::flush() {
     std::unique_lock lock(mutex_);
     const int64_t upto = next_seq_;
     committed_cv_.wait(lock, [&] { return committed_seq_ >= upto || fenced_.load() || failed_; });
-    if (committed_seq_ >= upto) return {};
-    return stopped_error();
+    // A refused batch takes next_seq_ back to what was committed: a flush
+    // that starts after it must still fail.
+    if (fenced_.load() || failed_) return stopped_error();
+    return {};
 }
 
 void db_journal::write_loop() {
