@@ -120,6 +120,12 @@ case "${1:-}" in
         log "configuring and building (sanitize preset: clang, ASan + UBSan)"
         cmake --preset sanitize >/dev/null
         cmake --build --preset sanitize -j"$(nproc)"
+        # The sanitize test preset leaves out the longest end-to-end sweeps
+        # (50 kills of a run, the fast path on every kernel level, the
+        # 2048-token references, the database acceptance script, 1,000 runs
+        # for KV leaks, the 50k vocabulary, the kernel tests again on the
+        # other vendor's routes): the release suite runs them, and under ASan
+        # they would take half the phase's time.
         log "running the test suite under ASan + UBSan"
         ctest --preset sanitize
         ;;

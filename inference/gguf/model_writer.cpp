@@ -83,6 +83,9 @@ status write_synthetic_llama(const std::string& path, const synthetic_llama_shap
     if (!quantizable_target(type)) {
         return make_error(errc::unsupported, "synthetic model: type " + std::string(to_string(type)) + " is not one of f32, f16, bf16, q8_0, q4_0");
     }
+    if (s.arch != "llama" && s.arch != "qwen2" && s.arch != "qwen3") {
+        return make_error(errc::unsupported, "synthetic model: architecture '" + s.arch + "' (expected llama, qwen2 or qwen3)");
+    }
     if (s.n_embd % s.n_head != 0 || s.n_head % s.n_head_kv != 0 || s.n_embd % 32 != 0 || s.n_ff % 32 != 0) {
         return make_error(errc::invalid_argument, "synthetic model: n_embd must divide by n_head and 32, n_head by n_head_kv, n_ff by 32");
     }
@@ -97,19 +100,25 @@ status write_synthetic_llama(const std::string& path, const synthetic_llama_shap
 
     const int head_dim = s.n_embd / s.n_head;
     const int64_t n_kv = static_cast<int64_t>(s.n_head_kv) * head_dim;
+    auto zeros = [](int64_t n) { return f32_bytes(std::vector<float>(static_cast<size_t>(n), 0.0f)); };
+    const std::string a = s.arch + ".";
     gguf_writer w;
-    w.set_string("general.architecture", "llama");
-    w.set_string("general.name", "synthetic-llama");
-    w.set_uint32("llama.context_length", static_cast<uint32_t>(s.n_ctx));
-    w.set_uint32("llama.embedding_length", static_cast<uint32_t>(s.n_embd));
-    w.set_uint32("llama.block_count", static_cast<uint32_t>(s.n_layer));
-    w.set_uint32("llama.feed_forward_length", static_cast<uint32_t>(s.n_ff));
-    w.set_uint32("llama.attention.head_count", static_cast<uint32_t>(s.n_head));
-    w.set_uint32("llama.attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
-    w.set_uint32("llama.rope.dimension_count", static_cast<uint32_t>(head_dim));
-    w.set_float32("llama.rope.freq_base", 10000.0f);
-    w.set_float32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-    w.set_uint32("llama.vocab_size", static_cast<uint32_t>(s.n_vocab));
+    w.set_string("general.architecture", s.arch);
+    w.set_string("general.name", "synthetic-" + s.arch);
+    w.set_uint32(a + "context_length", static_cast<uint32_t>(s.n_ctx));
+    w.set_uint32(a + "embedding_length", static_cast<uint32_t>(s.n_embd));
+    w.set_uint32(a + "block_count", static_cast<uint32_t>(s.n_layer));
+    w.set_uint32(a + "feed_forward_length", static_cast<uint32_t>(s.n_ff));
+    w.set_uint32(a + "attention.head_count", static_cast<uint32_t>(s.n_head));
+    w.set_uint32(a + "attention.head_count_kv", static_cast<uint32_t>(s.n_head_kv));
+    w.set_uint32(a + "rope.dimension_count", static_cast<uint32_t>(head_dim));
+    w.set_float32(a + "rope.freq_base", 10000.0f);
+    w.set_float32(a + "attention.layer_norm_rms_epsilon", 1e-5f);
+    if (s.arch == "qwen3") {
+        w.set_uint32(a + "attention.key_length", static_cast<uint32_t>(head_dim));
+        w.set_uint32(a + "attention.value_length", static_cast<uint32_t>(head_dim));
+    }
+    w.set_uint32(a + "vocab_size", static_cast<uint32_t>(s.n_vocab));
     // No tokenizer: benchmarks feed token ids. "no_vocab" lets other GGUF engines load it too.
     if (vocab_keys.empty()) w.set_string("tokenizer.ggml.model", "no_vocab");
     for (const auto& [key, value] : vocab_keys)
@@ -122,6 +131,15 @@ status write_synthetic_llama(const std::string& path, const synthetic_llama_shap
         w.add_tensor(p + "attn_q.weight", {s.n_embd, s.n_embd}, type, random_matrix(s.n_embd, s.n_embd));
         w.add_tensor(p + "attn_k.weight", {s.n_embd, n_kv}, type, random_matrix(n_kv, s.n_embd));
         w.add_tensor(p + "attn_v.weight", {s.n_embd, n_kv}, type, random_matrix(n_kv, s.n_embd));
+        if (s.arch == "qwen2") {
+            w.add_tensor(p + "attn_q.bias", {s.n_embd}, tensor_type::f32, zeros(s.n_embd));
+            w.add_tensor(p + "attn_k.bias", {n_kv}, tensor_type::f32, zeros(n_kv));
+            w.add_tensor(p + "attn_v.bias", {n_kv}, tensor_type::f32, zeros(n_kv));
+        }
+        if (s.arch == "qwen3") {
+            w.add_tensor(p + "attn_q_norm.weight", {head_dim}, tensor_type::f32, ones(head_dim));
+            w.add_tensor(p + "attn_k_norm.weight", {head_dim}, tensor_type::f32, ones(head_dim));
+        }
         w.add_tensor(p + "attn_output.weight", {s.n_embd, s.n_embd}, type, random_matrix(s.n_embd, s.n_embd));
         w.add_tensor(p + "ffn_norm.weight", {s.n_embd}, tensor_type::f32, ones(s.n_embd));
         w.add_tensor(p + "ffn_gate.weight", {s.n_embd, s.n_ff}, type, random_matrix(s.n_ff, s.n_embd));

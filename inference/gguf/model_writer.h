@@ -18,6 +18,9 @@ namespace tachyon {
 status requantize_model(const std::string& in, const std::string& out, tensor_type type);
 
 struct synthetic_llama_shape {
+    // general.architecture: "llama", "qwen2" (adds Q/K/V biases) or "qwen3"
+    // (adds per-head Q/K norms); the same decoder shape otherwise.
+    std::string arch = "llama";
     int n_vocab = 32000;
     int n_embd = 512;
     int n_layer = 8;
@@ -34,8 +37,9 @@ struct synthetic_llama_shape {
     std::string chat_template;
 };
 
-// Writes a llama-architecture GGUF with weights drawn from N(0, 0.02²)
-// (norms 1) in `type`, with the shape's tokenizer and chat template.
+// Writes a GGUF of the shape's architecture with weights drawn from
+// N(0, 0.02²) (norms 1, biases 0) in `type`, with the shape's tokenizer and
+// chat template.
 status write_synthetic_llama(const std::string& path, const synthetic_llama_shape& shape, tensor_type type, uint64_t seed);
 
 }  // namespace tachyon

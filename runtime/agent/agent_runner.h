@@ -25,7 +25,7 @@
 #include "runtime/constrain/constraint.h"
 #include "runtime/journal/journal.h"
 #include "runtime/constrain/json_schema.h"
-#include "runtime/chat/tool_call_parser.h"
+#include "runtime/formats/tool_call_parser.h"
 #include "runtime/remote/chat_client.h"
 #include "runtime/telemetry/run_trace.h"
 

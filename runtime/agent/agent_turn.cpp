@@ -15,7 +15,7 @@
 #include "runtime/constrain/json_grammar.h"
 #include "runtime/constrain/json_schema.h"
 #include "runtime/constrain/schema_pattern.h"
-#include "runtime/chat/tool_call_parser.h"
+#include "runtime/formats/tool_call_parser.h"
 
 namespace tachyon::agent_detail {
 

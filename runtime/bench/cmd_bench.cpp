@@ -1,7 +1,7 @@
 // `tachyon bench decode`: prompt processing and generation speed of the
 // inference core, measured like llama-bench's pp/tg tests (mean ± stddev over
 // repetitions after a warm-up), plus aggregate speed of B concurrent streams.
-// `tachyon bench synth-model`: a random-weight llama of a given shape to
+// `tachyon bench synth-model`: a random-weight model of a given shape to
 // measure with.
 #include <chrono>
 #include <cmath>
@@ -222,6 +222,7 @@ int synth_model(const cli::parsed_args& args) {
     auto seed = args.get_int("seed");
     if (!seed) return fail(seed.err().message);
     s.vocab_from = args.get("vocab-from").value_or("");
+    s.arch = args.get("arch").value_or("llama");
     if (auto path = args.get("chat-template"); path && !path->empty()) {
         std::ifstream in(*path, std::ios::binary);
         std::stringstream text;
@@ -273,10 +274,11 @@ cli::command_spec make_bench_decode_command() {
 cli::command_spec make_bench_synth_model_command() {
     cli::command_spec c;
     c.name = "bench synth-model";
-    c.summary = "write a llama GGUF with random weights of a given shape, for benchmarks";
+    c.summary = "write a GGUF (llama, qwen2 or qwen3) with random weights of a given shape, for benchmarks";
     c.positionals = {{"OUT.gguf", "file to write"}};
     c.options = {
         {"type", 0, cli::option_kind::value, "TYPE", "f32", "weight type: f32, f16, bf16, q8_0, q4_0"},
+        {"arch", 0, cli::option_kind::value, "ARCH", "llama", "architecture: llama, qwen2 (Q/K/V biases) or qwen3 (per-head Q/K norms)"},
         {"vocab", 0, cli::option_kind::value, "N", "32000", "vocabulary size"},
         {"dim", 0, cli::option_kind::value, "N", "512", "embedding length"},
         {"layers", 0, cli::option_kind::value, "N", "8", "blocks"},

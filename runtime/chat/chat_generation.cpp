@@ -10,7 +10,7 @@
 #include "runtime/constrain/constraint.h"
 #include "runtime/constrain/json_grammar.h"
 #include "runtime/constrain/json_schema.h"
-#include "runtime/chat/tool_call_parser.h"
+#include "runtime/formats/tool_call_parser.h"
 
 namespace tachyon::openai {
 namespace asio = boost::asio;

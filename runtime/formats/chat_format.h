@@ -4,7 +4,7 @@
 // byte (tested against the Jinja2 renders in the conformance folder);
 // templates are not interpreted. Each family is one row of the table in
 // chat_format.cpp: its name, how its template text is recognised, its
-// renderer, its tool-call syntax (runtime/chat/tool_call_parser.h) and the
+// renderer, its tool-call syntax (runtime/formats/tool_call_parser.h) and the
 // text that opens a call (the trigger of constrained decoding).
 //
 // The family is detected from the model's tokenizer.chat_template by the
@@ -50,7 +50,7 @@ enum class chat_format {
     deepseek_r1_qwen,  // the newer DeepSeek-R1-Distill-Qwen template: writes calls, enable_thinking
 };
 
-// How a family's model writes tool calls (runtime/chat/tool_call_parser.h).
+// How a family's model writes tool calls (runtime/formats/tool_call_parser.h).
 enum class tool_call_syntax {
     hermes,   // <tool_call>{"name": ..., "arguments": ...}</tool_call> blocks
     llama3,   // a bare {"name": ..., "parameters": ...} object, or after <|python_tag|>

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/chat/tool_call_parser.h"
+#include "runtime/formats/tool_call_parser.h"
 
 using namespace tachyon;
 

@@ -17,7 +17,7 @@ std::vector<time_span> busy_spans(const run_log& log) {
     for (const auto& e : log.events) {
         if (const auto* t = std::get_if<model_turn_event>(&e.body)) {
             spans.push_back({t->prefill_start_ms, t->decode_end_ms});
-        } else if (const auto* c = std::get_if<tool_call_event>(&e.body)) {
+        } else if (const auto* c = std::get_if<journal::tool_call_event>(&e.body)) {
             spans.push_back({c->start_ms, c->end_ms});
         }
     }
@@ -79,7 +79,7 @@ std::string render_timeline_text(const run_log& log, size_t width) {
     std::set<std::string> ended_calls;
     for (const auto& e : log.events) {
         if (const auto* t = std::get_if<model_turn_event>(&e.body)) ended_turns.insert(t->step);
-        if (const auto* c = std::get_if<tool_call_event>(&e.body)) ended_calls.insert(c->call_id);
+        if (const auto* c = std::get_if<journal::tool_call_event>(&e.body)) ended_calls.insert(c->call_id);
     }
     std::vector<row> rows;
     for (const auto& e : log.events) {
@@ -99,7 +99,7 @@ std::string render_timeline_text(const run_log& log, size_t width) {
                        ") " + fmt_ms(t->prefill_end_ms - t->prefill_start_ms) + " ms, decode " +
                        std::to_string(t->generated_tokens) + " tok " + fmt_ms(t->decode_end_ms - t->prefill_end_ms) +
                        " ms: " + t->text;
-        } else if (const auto* c = std::get_if<tool_call_event>(&e.body)) {
+        } else if (const auto* c = std::get_if<journal::tool_call_event>(&e.body)) {
             r.time_ms = c->start_ms;
             r.lane = "tool " + c->call_id;
             r.what = c->name;

@@ -84,7 +84,7 @@ std::string xml_escape(std::string_view text) {
 
 std::string render_timeline_svg(const run_log& log) {
     std::vector<const model_turn_event*> turns;
-    std::vector<const tool_call_event*> calls;
+    std::vector<const journal::tool_call_event*> calls;
     std::vector<std::pair<double, const verify_event*>> verifies;
     std::vector<std::pair<double, std::string>> rejections;  // calls and answers that never got through, on the model lane
     for (const auto& e : log.events) {
@@ -93,11 +93,11 @@ std::string render_timeline_svg(const run_log& log) {
         if (const auto* a = std::get_if<answer_rejected_event>(&e.body))
             rejections.emplace_back(e.t_ms, "rejected answer (turn " + std::to_string(a->step) + "): " + a->error);
         if (const auto* t = std::get_if<model_turn_event>(&e.body)) turns.push_back(t);
-        if (const auto* c = std::get_if<tool_call_event>(&e.body)) calls.push_back(c);
+        if (const auto* c = std::get_if<journal::tool_call_event>(&e.body)) calls.push_back(c);
         if (const auto* v = std::get_if<verify_event>(&e.body)) verifies.emplace_back(e.t_ms, v);
     }
     std::stable_sort(calls.begin(), calls.end(),
-                     [](const tool_call_event* a, const tool_call_event* b) { return a->start_ms < b->start_ms; });
+                     [](const journal::tool_call_event* a, const journal::tool_call_event* b) { return a->start_ms < b->start_ms; });
 
     const double span = std::max(run_span_ms(log), 1.0);
     const double step = tick_step(span);

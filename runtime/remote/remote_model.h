@@ -23,7 +23,7 @@ enum class tool_mode {
     server,
     // No tools in the request: the tool list is written into the system
     // message and calls are parsed from the model's text by tachyon's own
-    // per-family parser (runtime/chat/tool_call_parser.h). For servers whose
+    // per-family parser (runtime/formats/tool_call_parser.h). For servers whose
     // tool-call support is missing or broken for a model.
     text,
 };

@@ -23,17 +23,21 @@ trap 'rm -rf "$work"' EXIT
 key="formats-test-key-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 printf '%s\n' "$key" >"$work/key"
 rc=0
-# family name (as `tachyon inspect` reports it) and its template
-for entry in llama3.1:meta-llama-Llama-3.1-8B-Instruct qwen3:Qwen-Qwen3-0.6B qwq:Qwen-QwQ-32B \
-    mistral:mistralai-Mistral-Nemo-Instruct-2407 mistral-small3.2:Mistral-Small-3.2-24B-Instruct-2506 \
-    devstral:unsloth-mistral-Devstral-Small-2507 ministral3:mistralai-Ministral-3-14B-Reasoning-2512 \
-    granite4.0:ibm-granite-granite-4.0 granite4.1:ibm-granite-granite-4.1; do
+# family name (as `tachyon inspect` reports it), the architecture the model is
+# written in (llama where `bench synth-model` cannot write the family's own)
+# and its template
+for entry in llama3.1:llama:meta-llama-Llama-3.1-8B-Instruct qwen3:qwen3:Qwen-Qwen3-0.6B qwq:qwen2:Qwen-QwQ-32B \
+    mistral:llama:mistralai-Mistral-Nemo-Instruct-2407 mistral-small3.2:llama:Mistral-Small-3.2-24B-Instruct-2506 \
+    devstral:llama:unsloth-mistral-Devstral-Small-2507 ministral3:llama:mistralai-Ministral-3-14B-Reasoning-2512 \
+    granite4.0:llama:ibm-granite-granite-4.0 granite4.1:llama:ibm-granite-granite-4.1; do
     family=${entry%%:*}
-    template=${entry#*:}
+    rest=${entry#*:}
+    arch=${rest%%:*}
+    template=${rest#*:}
     model="$work/synthetic-$family.gguf"
     # A tiny shape: the test is about the formats, not the model.
     "$bin" bench synth-model "$model" --vocab-from "$vocab" --chat-template "$templates/jinja/$template.jinja" \
-        --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --seed 7 >/dev/null
+        --arch "$arch" --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --seed 7 >/dev/null
     if ! "$bin" inspect "$model" | grep -q "chat format *$family,"; then
         echo "FAIL: $model is not detected as $family:" >&2
         "$bin" inspect "$model" >&2

@@ -116,6 +116,39 @@ TEST_CASE("a synthetic model has the requested shapes and runs") {
     std::filesystem::remove(path);
 }
 
+TEST_CASE("a synthetic qwen2 or qwen3 model carries its architecture's tensors and loads as that architecture") {
+    for (const char* arch : {"qwen2", "qwen3"}) {
+        CAPTURE(arch);
+        synthetic_llama_shape s;
+        s.arch = arch;
+        s.n_vocab = 256;
+        s.n_embd = 64;
+        s.n_layer = 2;
+        s.n_head = 4;
+        s.n_head_kv = 2;
+        s.n_ff = 96;
+        const std::string path = temp_path(std::string("synth_") + arch + ".gguf");
+        REQUIRE(write_synthetic_llama(path, s, tensor_type::f32, 3).ok());
+        auto file = gguf_file::open(path);
+        REQUIRE(file.ok());
+        CHECK(*(*file)->get_string("general.architecture") == arch);
+        const bool qwen3 = std::string(arch) == "qwen3";
+        CHECK(((*file)->find_tensor("blk.1.attn_q_norm.weight") != nullptr) == qwen3);
+        CHECK(((*file)->find_tensor("blk.1.attn_k.bias") != nullptr) == !qwen3);
+        auto m = load_model(path);
+        REQUIRE_MESSAGE(m.ok(), (m.ok() ? "" : m.err().message));
+        CHECK((*m)->hparams().arch == arch);
+        auto logits = all_logits(**m, {1, 2, 3});
+        for (float v : logits) CHECK(std::isfinite(v));
+        std::filesystem::remove(path);
+    }
+    synthetic_llama_shape bad;
+    bad.arch = "gemma9";
+    auto st = write_synthetic_llama(temp_path("never_arch.gguf"), bad, tensor_type::f32, 1);
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.err().message.find("gemma9") != std::string::npos);
+}
+
 TEST_CASE("a synthetic model takes another file's tokenizer and a chat template, for chat tests on random weights") {
     synthetic_llama_shape s;
     s.n_vocab = 7;  // replaced by the tokenizer's size

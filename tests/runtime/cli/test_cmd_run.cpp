@@ -14,9 +14,13 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -155,4 +159,50 @@ TEST_CASE("tachyon run killed with SIGKILL at 50 random moments: every journal r
                           << " before their journal began");
     // The moments span a run's life: most kills land in the middle of one.
     CHECK(n_interrupted >= 10);
+}
+
+TEST_CASE("the incident agent on random-weight qwen3 and Llama 3 models, in their own chat formats, ends with a budget and a complete journal") {
+    const fs::path jinja = fs::path(TACHYON_CONFORMANCE_DIR) / "templates" / "jinja";
+    if (!fs::exists(world_bin) || !fs::exists(jinja)) {
+        MESSAGE("skipped: " << world_bin << " or the conformance templates at " << jinja.string() << " are absent");
+        return;
+    }
+    temp_dir tmp;
+    const std::string incident = (tmp.path / "incident").string();
+    REQUIRE(run(world_bin + " generate --seed 1000301 --out " + incident).status == 0);
+    std::ifstream in(agent_file, std::ios::binary);
+    const std::string shipped((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string source_dir = TACHYON_SOURCE_DIR;
+    const std::pair<std::string, std::string> models[] = {{"qwen3", "Qwen-Qwen3-0.6B"}, {"llama", "meta-llama-Llama-3.1-8B-Instruct"}};
+    for (const auto& elem : models) {
+        const auto& arch = std::get<0>(elem); const auto& template_name = std::get<1>(elem);
+        CAPTURE(arch);
+        const std::string model = (tmp.path / (arch + ".gguf")).string();
+        REQUIRE(run("'" + tachyon_bin + "' bench synth-model '" + model + "' --arch " + arch + " --vocab-from '" + source_dir +
+                    "/examples/incident/model/incident-analyst.gguf' --chat-template '" + (jinja / (template_name + ".jinja")).string() +
+                    "' --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --seed 7")
+                    .status == 0);
+        // The shipped agent on that model, its chat format detected from the model's template.
+        std::string text = shipped;
+        auto replace = [&text](const std::string& from, const std::string& to) {
+            const size_t at = text.find(from);
+            REQUIRE_MESSAGE(at != std::string::npos, from);
+            text.replace(at, from.size(), to);
+        };
+        replace("\"../examples/incident/model/incident-analyst.gguf\"", "\"" + model + "\"");
+        replace("\"../examples/incident/instructions.txt\"", "\"" + source_dir + "/examples/incident/instructions.txt\"");
+        replace("\"chat_format\": \"chatml\",", "");
+        const std::string agent = (tmp.path / (arch + ".json")).string();
+        std::ofstream(agent, std::ios::binary) << text;
+        const std::string runs = (tmp.path / ("runs-" + arch)).string();
+        auto out = run("'" + tachyon_bin + "' run '" + agent + "' --task '" + task + "' -i incident_dir=" + incident + " --journal-dir '" +
+                       runs + "' --json");
+        // Nonsense from the model is a run that spends its budget, never an internal error.
+        CHECK_MESSAGE(out.status == 1, out.out);
+        CHECK(json_field(out.out, "state", "verified") == "\"budget_exhausted\"");
+        CHECK(json_field(out.out, "verified", "answer") == "false");
+        auto listed = run("'" + tachyon_bin + "' runs list --dir '" + runs + "'");
+        REQUIRE(listed.status == 0);
+        CHECK_MESSAGE(listed.out.find(" budget_exhausted ") != std::string::npos, listed.out);
+    }
 }

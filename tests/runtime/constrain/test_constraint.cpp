@@ -10,7 +10,7 @@
 
 #include "inference/gguf/gguf.h"
 #include "inference/gguf/model_writer.h"
-#include "runtime/chat/tool_call_parser.h"
+#include "runtime/formats/tool_call_parser.h"
 
 using namespace tachyon;
 namespace fs = std::filesystem;

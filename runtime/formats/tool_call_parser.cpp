@@ -1,4 +1,4 @@
-#include "runtime/chat/tool_call_parser.h"
+#include "runtime/formats/tool_call_parser.h"
 
 #include <algorithm>
 #include <span>
