@@ -126,6 +126,10 @@ struct request {
     sampling_params sampling = sampling_params::greedy();
     std::vector<int32_t> stop_tokens;   // generation ends after emitting one of these
     token_callback on_token;
+    // Called once, on the engine's thread, after on_token, constrain and
+    // propose are released; the closure itself is destroyed there right
+    // after the call, so what it captures must be safe to drop on that
+    // thread at any later moment (move it into what the call hands on).
     done_callback on_done;
     mask_callback constrain;
     // Speculative decoding: each decode step also verifies up to n_draft

@@ -342,7 +342,8 @@ request_stats runner::replay_turn(const journal::model_turn_event& recorded, run
 
 asio::awaitable<request_stats> runner::generate(std::vector<int32_t> append, int max_tokens, run_turn& turn) {
     struct shared {
-        explicit shared(const asio::any_io_executor& ex) : done(ex) {}
+        explicit shared(const asio::any_io_executor& ex) : ex(ex), done(ex) {}
+        asio::any_io_executor ex;
         async_flag done;
         request_stats stats;
         std::atomic<bool> stop{false};
@@ -378,8 +379,12 @@ asio::awaitable<request_stats> runner::generate(std::vector<int32_t> append, int
         asio::post(ex, [this, self, t, &turn] { on_token(t, turn); });
         return !st->stop.load(std::memory_order_relaxed);
     };
-    r.on_done = [st, ex](const request_stats& s) {
-        asio::post(ex, [st, s] {
+    // The engine destroys this closure on its own thread right after the
+    // call, maybe after the run ended and its event loop went: the shared
+    // state (a timer of that loop) and its executor leave with the handler.
+    r.on_done = [st](const request_stats& s) mutable {
+        const asio::any_io_executor& where = st->ex;
+        asio::post(where, [st = std::move(st), s] {
             st->stats = s;
             st->done.set();
         });

@@ -201,8 +201,11 @@ void chat_generation::start(delta_callback on_delta, completion_callback on_done
         });
         return !g.stop_engine.load(std::memory_order_relaxed) && !g.cancelled.load(std::memory_order_relaxed);
     };
-    r.on_done = [self](const request_stats& stats) {
-        asio::post(self->impl_->ex, [self, stats] { self->impl_->finish(stats); });
+    // Destroyed on the engine's thread right after the call: the
+    // generation (its timers, its executor) leaves with the handler.
+    r.on_done = [self](const request_stats& stats) mutable {
+        const auto& where = self->impl_->ex;
+        asio::post(where, [self = std::move(self), stats] { self->impl_->finish(stats); });
     };
     g.request.store(g.eng->submit(std::move(r)));
     if (g.cancelled.load()) g.eng->cancel(g.request.load());

@@ -194,8 +194,12 @@ run_registry::run_registry(agent_service& service, run_registry_options options,
 run_registry::~run_registry() {
     // Its listener and the refreshes it started call back into this
     // registry: they end first.
-    if (db_) db_->close();
+    close_database();
     db_.reset();
+}
+
+void run_registry::close_database() {
+    if (db_) db_->close();
 }
 
 namespace {

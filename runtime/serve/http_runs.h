@@ -111,6 +111,10 @@ public:
     // With options.db_url: connects, migrates the schema and listens for
     // the runs' events. Call once before serving.
     status open_database();
+    // Ends the database's thread once its requests in flight have answered
+    // (later ones are refused). The server calls it when it stops, while the
+    // executors those answers go back to still exist.
+    void close_database();
 
     // What the HTTP API calls: start, resume, find and list_json below, as
     // awaitables. With a database they wait on it without blocking the

@@ -720,6 +720,11 @@ void server::shutdown() {
     s.io.stop();
     for (auto& t : s.threads) t.join();
     s.threads.clear();
+    // A request still waiting on the database gets its answer on the
+    // database's thread, which hands it to this server's executor: that
+    // thread ends now, while the executor exists (the answers stay queued
+    // on the stopped io_context and go with it).
+    if (s.runs) s.runs->close_database();
 }
 
 }  // namespace tachyon::http

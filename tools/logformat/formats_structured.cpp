@@ -8,7 +8,9 @@ namespace {
 using namespace detail;
 
 // Epoch numbers by magnitude: seconds, milliseconds, microseconds, nanoseconds.
-std::int64_t epoch_to_us(double v) {
+// A number past what int64 nanoseconds hold (the year 2262) is no time.
+std::optional<std::int64_t> epoch_to_us(double v) {
+    if (!(v > 0) || v >= 9.2e18) return std::nullopt;
     if (v > 1e17) return std::int64_t(v / 1000);
     if (v > 1e14) return std::int64_t(v);
     if (v > 1e11) return std::int64_t(v * 1000);
@@ -25,8 +27,11 @@ bool time_from_text(std::string_view s, line_fields& out) {
     if (all_digits(s) && s.size() >= 9 && s.size() <= 19) {
         std::int64_t v = 0;
         read_number(s, 0, &v);
-        set_epoch_us(out, epoch_to_us(double(v)));
-        return true;
+        if (auto us = epoch_to_us(double(v))) {
+            set_epoch_us(out, *us);
+            return true;
+        }
+        return false;
     }
     return false;
 }
@@ -71,7 +76,8 @@ bool parse_json(std::string_view line, line_fields& out, line_parser& p, bool* j
             if (is_string) time_from_text(s, out);
             else if (is_number) {
                 double d = 0;
-                if (!value.get_double().get(d) && d > 0) set_epoch_us(out, epoch_to_us(d));
+                if (!value.get_double().get(d))
+                    if (auto us = epoch_to_us(d)) set_epoch_us(out, *us);
             }
         } else if (key == "level" || key == "severity" || key == "lvl" || key == "loglevel" || key == "levelname" ||
                    key == "log.level" || key == "PRIORITY" || key == "priority") {

@@ -6,6 +6,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+
+#include <unistd.h>
 
 #include "inference/kernels/kernels.h"
 #include "inference/kv/kv_cache.h"
@@ -15,6 +18,21 @@
 using namespace tachyon;
 
 namespace {
+
+// A folder of this process's own: CTest runs the cases of this file as
+// parallel processes, and files of one fixed name would race.
+std::filesystem::path test_dir() {
+    struct folder {
+        std::filesystem::path path = std::filesystem::temp_directory_path() / ("tachyon-test-model-" + std::to_string(::getpid()));
+        folder() { std::filesystem::create_directories(path); }
+        ~folder() {
+            std::error_code ec;
+            std::filesystem::remove_all(path, ec);
+        }
+    };
+    static const folder dir;
+    return dir.path;
+}
 
 const std::string models_dir = std::string(TACHYON_CONFORMANCE_DIR) + "/models";
 const std::string stories = models_dir + "/stories260K.gguf";
@@ -231,7 +249,7 @@ TEST_CASE("attention on AMX-BF16 tiles follows the KV cache through truncation a
     shape.n_head = 2;
     shape.n_head_kv = 1;
     shape.n_ff = 128;
-    const std::string path = (std::filesystem::temp_directory_path() / "tachyon-test-amx-attention.gguf").string();
+    const std::string path = (test_dir() / "tachyon-test-amx-attention.gguf").string();
     REQUIRE(write_synthetic_llama(path, shape, tensor_type::f32, 5).ok());
     auto m = load_model(path);
     REQUIRE(m.ok());
@@ -285,7 +303,7 @@ namespace {
 // A small synthetic llama with one metadata value replaced (or added) by `edit`.
 template <class Edit>
 std::string synthetic_with(const std::string& name, Edit edit) {
-    const auto dir = std::filesystem::temp_directory_path();
+    const auto dir = test_dir();
     const std::string base = (dir / "tachyon-test-hparams-base.gguf").string();
     synthetic_llama_shape shape;
     shape.n_vocab = 64;
@@ -332,7 +350,7 @@ TEST_CASE("hyper-parameters that would generate garbage are refused at load, nam
     auto float_error = [&](const std::string& key, float v) {
         return load_error("bad.gguf", [&](gguf_writer& w) { w.set_float32(key, v); });
     };
-    const std::string f = (std::filesystem::temp_directory_path() / "bad.gguf").string() + ": ";
+    const std::string f = (test_dir() / "bad.gguf").string() + ": ";
     CHECK(float_error("llama.rope.freq_base", nan) == f + "llama.rope.freq_base: nan (expected a finite number > 0)");
     CHECK(float_error("llama.rope.freq_base", 0.0f) == f + "llama.rope.freq_base: 0 (expected a finite number > 0)");
     CHECK(float_error("llama.rope.freq_base", inf) == f + "llama.rope.freq_base: inf (expected a finite number > 0)");
@@ -393,7 +411,7 @@ TEST_CASE("an unknown architecture names the supported ones, a family's missing 
 }
 
 TEST_CASE("exact loading computes the same logits as the file's weights dequantized to f32 ahead of time") {
-    const auto dir = std::filesystem::temp_directory_path();
+    const auto dir = test_dir();
     const std::string q8 = (dir / "exact-q8.gguf").string(), f32 = (dir / "exact-f32.gguf").string();
     synthetic_llama_shape shape;
     shape.n_vocab = 64;

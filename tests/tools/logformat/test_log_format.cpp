@@ -348,3 +348,16 @@ TEST_CASE("syslog: a daemon's own lower-case level prefix, logback's thread befo
     CHECK(p.component == "c.e.b.InvoiceController");
     CHECK(severity_from_word("dbug") == severity::debug);  // Grafana's lvl=dbug
 }
+
+TEST_CASE("an epoch number too large for any time leaves the entry without one, the rest of the line read") {
+    for (const char* line : {R"({"ts": 1.7e107, "level": "error", "msg": "disk full"})", R"({"time": 99999999999999999999, "level": "warn", "msg": "x"})",
+                             R"({"ts": -5, "level": "info", "msg": "y"})"}) {
+        CAPTURE(line);
+        auto p = parse(line);
+        CHECK(p.kind == time_kind::none);
+        CHECK(p.level != severity::unknown);
+    }
+    auto p = parse(R"({"ts": 1700000000.25, "level": "error", "msg": "disk full"})");
+    CHECK(p.time == "2023-11-14T22:13:20.250Z");
+    CHECK(p.message == "disk full");
+}
