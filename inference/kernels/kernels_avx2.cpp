@@ -167,11 +167,23 @@ TACHYON_AVX2 void quantize_q8_k(const float* x, void* dst, int64_t n) {
     }
 }
 
+// q4_0 batches of this many tokens and more take gemm_q4_0_prompt_avx2
+// (measured on Zen 5, one thread, 2816 x 1024 weights from DRAM, `tachyon
+// bench matmul --type q4_0 --mib 64`, us per matmul against the 4 x 2 q8
+// tile: 4 tokens 123 against 236, 8 208 / 477, 32 745 / 2240, 128 2930 /
+// 8300; 2 tokens even, 124 against 122).
+constexpr int64_t min_tokens_q4_0_prompt = 4;
+
+TACHYON_AVX2 void gemm_q4_0(const gemm_args& a, int64_t r0, int64_t r1) {
+    if (a.n_tokens >= min_tokens_q4_0_prompt) return gemm_q4_0_prompt_avx2(a, r0, r1);
+    gemm_nibbles<unpack_q4_0>(a, r0, r1);
+}
+
 constexpr type_kernels avx2_f32{gemm<float_tile<load_f32>>, dot<float_tile<load_f32>>, nullptr};
 constexpr type_kernels avx2_f16{gemm<float_tile<load_f16>>, dot<float_tile<load_f16>>, nullptr};
 constexpr type_kernels avx2_bf16{gemm<float_tile<load_bf16>>, dot<float_tile<load_bf16>>, nullptr};
 constexpr type_kernels avx2_q8_0{gemm<q8_tile<unpack_q8_0>>, dot<q8_tile<unpack_q8_0>>, quantize_q8_0};
-constexpr type_kernels avx2_q4_0{gemm_nibbles<unpack_q4_0>, dot<q8_tile<unpack_q4_0>>, quantize_q8_0};
+constexpr type_kernels avx2_q4_0{gemm_q4_0, dot<q8_tile<unpack_q4_0>>, quantize_q8_0};
 constexpr type_kernels avx2_q4_1{gemm_nibbles<unpack_q4_1>, dot<q8_tile<unpack_q4_1>>, quantize_q8_1};
 constexpr type_kernels avx2_q5_0{gemm_nibbles<unpack_q5_0>, dot<q8_tile<unpack_q5_0>>, quantize_q8_0};
 constexpr type_kernels avx2_q5_1{gemm_nibbles<unpack_q5_1>, dot<q8_tile<unpack_q5_1>>, quantize_q8_1};

@@ -3,9 +3,11 @@
 // accumulators stay in registers (AVX2 has room for 4 x 2), and the q8_0 /
 // q4_0 / q5_0 / iq4_nl tile with two blocks per register and 512-bit dpbusd
 // (AVX-512 VNNI; q4_0 decode packs four blocks per register; q5_0 / q5_1
-// decode adds the fifth bits under byte masks). Every function carries
-// its own target attribute so the file builds for plain x86-64; kernels.cpp
-// only calls in here after checking the CPU (default_isa).
+// decode adds the fifth bits under byte masks). q8_0 and q4_0 batches of 4
+// tokens and more take the tiles of kernels_prompt.cpp instead. Every
+// function carries its own target attribute so the file builds for plain
+// x86-64; kernels.cpp only calls in here after checking the CPU
+// (default_isa).
 
 // GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge
 // operand, which -Wuninitialized reports once inlined (GCC bug 105593).
@@ -572,8 +574,16 @@ struct q8_decode512 {
     }
 };
 
-// Decode (up to 3 tokens) runs q8_decode512; from 4 tokens on, the 4 x 4
-// tiles of q8_tile512. On AMD (measured on Zen 5, one token, one thread,
+// q4_0 and q8_0 batches of this many tokens and more take the rows-in-lanes
+// tiles of kernels_prompt.cpp (measured on Zen 5, one thread, 2816 x 1024
+// weights from DRAM, `tachyon bench matmul --type T --mib 64`, us per
+// matmul against q8_tile512: q4_0 4 tokens 80 against 121, 8 112 / 241, 32
+// 355 / 1290, 128 1195 / 4600; q8_0 4 tokens 112-122 / 130, 8 160 / 303,
+// 32 400 / 1222, 128 1260 / 3970; with 2 tokens both even).
+constexpr int64_t min_tokens_prompt = 4;
+
+// Decode (up to 3 tokens) runs q8_decode512, more tokens the prompt tiles.
+// On AMD (measured on Zen 5, one token, one thread,
 // `tachyon bench matmul --tokens 1`) q8_decode512 lost to the AVX-VNNI
 // tiles in cache (2 MiB of weights: q8_0 29.5 against 48.2 GB/s, q4_0 18.0
 // against 33.7) and from DRAM (256 MiB: q8_0 16.0 against 39.0, q4_0 9.3
@@ -581,11 +591,13 @@ struct q8_decode512 {
 // decode takes those tiles.
 template <class U, tensor_type T>
 void gemm_q8_by_tokens(const gemm_args& a, int64_t r0, int64_t r1) {
-    if (a.n_tokens < 4) {
+    static_assert(T == tensor_type::q4_0 || T == tensor_type::q8_0);
+    if (a.n_tokens < min_tokens_prompt) {
         if (cpu_is_amd()) return avx_vnni_kernels(T)->gemm(a, r0, r1);
         return gemm<q8_decode512<U>>(a, r0, r1);
     }
-    gemm<q8_tile512<U>>(a, r0, r1);
+    if constexpr (T == tensor_type::q4_0) gemm_q4_0_prompt_avx512(a, r0, r1);
+    else gemm_q8_0_prompt_avx512(a, r0, r1);
 }
 
 // q5_0 and q5_1 decode: nibble_decode_tile with the fifth bits added under

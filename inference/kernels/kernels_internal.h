@@ -46,6 +46,14 @@ const type_kernels* avx512_kernels(tensor_type weight);
 const type_kernels* avx512_kquant_kernels(tensor_type weight);
 // AMX: its own q8_0 / q4_0 matmul for large batches, AVX-512 otherwise.
 const type_kernels* amx_kernels(tensor_type weight);
+// q4_0 and q8_0 prompts (kernels_prompt.cpp): rows [r0, r1) against
+// every token, 16 rows (AVX-512) or 8 (AVX2, AVX-VNNI; q4_0 only) at a time
+// in the vector lanes, each group laid out again into an L1 buffer once per
+// panel of tokens.
+void gemm_q4_0_prompt_avx512(const gemm_args& a, int64_t r0, int64_t r1);
+void gemm_q8_0_prompt_avx512(const gemm_args& a, int64_t r0, int64_t r1);
+void gemm_q4_0_prompt_avx2(const gemm_args& a, int64_t r0, int64_t r1);
+void gemm_q4_0_prompt_avx_vnni(const gemm_args& a, int64_t r0, int64_t r1);
 // Asks Linux for the AMX tile state; true when granted.
 bool os_grants_amx();
 // True on AMD CPUs, whose AVX-512 decode of q8_0 / q4_0 lost to the 256-bit

@@ -1,0 +1,412 @@
+// q4_0 and q8_0 batches (batched decode and prompts, from 4 tokens per
+// matmul on) with the rows in the vector lanes: a group of 16 weight rows
+// (AVX-512; q4_0 and q8_0) or 8 (AVX2 and AVX-VNNI; q4_0) is laid out
+// again, once per group and panel of tokens, into a buffer that stays in
+// L1, block by block as [dwords of quants][rows] plus the rows' scales as
+// floats. A register then holds the same 4 bytes of every row of the group,
+// and one token's matching 4 activation bytes, broadcast, multiply into
+// every row's sum at once: a block costs each token 8 dpbusd (AVX2: 8
+// maddubs and their int16 sums), one conversion, one scale product and one
+// FMA for all the rows, with no horizontal sums. The tiles of q8_tile512
+// and q8_tile pay a conversion, a scale product and an FMA per (row, token,
+// block pair), and rebuild each token's activations for every group of 4
+// rows. The 32-bit broadcasts need no shuffles, and the layout pass asks
+// for the next group's rows ahead, so from DRAM too the tiles beat the row
+// tiles (the thresholds in kernels_avx512.cpp, kernels_avx_vnni.cpp and
+// kernels_avx2.cpp say by how much).
+//
+// Weights are stored q + offset (q4_0: 8, q8_0: 128) and read as unsigned
+// bytes, so a block's integer dot starts at -offset * (the sum of its
+// activations), computed once per token and block before the tiles run.
+// Every lane (row) sums its blocks in order whatever the grouping, so
+// threads splitting the rows anywhere give the same numbers.
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge
+// operand, which -Wuninitialized reports once inlined (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "inference/gguf/quant.h"
+#include "inference/kernels/kernels_internal.h"
+
+#define TACHYON_PROMPT_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define TACHYON_PROMPT_AVX_VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
+#define TACHYON_PROMPT_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2,fma,f16c")))
+
+namespace tachyon::detail {
+namespace {
+
+// Activations stream from L2 in panels of about this many bytes; the
+// weight groups are laid out again once per panel (with panels of 256 KiB,
+// three for a prompt of 512, the layout took 6 % of it on the 220M model).
+constexpr int64_t prompt_panel_bytes = int64_t{1} << 20;
+
+// One block of R rows: quants[m][i] holds bytes 4m..4m+3 of row i's quants,
+// d[i] row i's scale. q4_0 has 4 dwords of nibbles (elements 4m..4m+3 in the
+// low nibbles, 16+4m..16+4m+3 in the high ones), q8_0 8 dwords of bytes,
+// stored q + 128.
+template <int R, int DW = 4>
+struct alignas(R * 4) block_rows {
+    uint32_t quants[DW][R];
+    float d[R];
+};
+
+// Per block and token of the activations: the scale and -offset * the sum
+// of the quants (where the integer dot of weights stored q + offset starts).
+// Block major, so that a tile reaches its tokens' values from one pointer.
+struct act_sums {
+    std::vector<float> d;        // [nb, n_tokens]
+    std::vector<int32_t> start;  // [nb, n_tokens]
+};
+
+TACHYON_PROMPT_AVX2 void sum_activations(const gemm_args& a, int64_t nb, int offset, act_sums& s) {
+    const size_t n = static_cast<size_t>(a.n_tokens * nb);
+    if (s.d.size() < n) {
+        s.d.resize(n);
+        s.start.resize(n);
+    }
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+    // 16 tokens at a time, so that each block's values fill a line of the
+    // outputs (token by token over every block, each store missed L1: 5 %
+    // of a prompt of 512)
+    constexpr int64_t chunk = 16;
+    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += chunk) {
+        const int64_t t1 = std::min(a.n_tokens, t0 + chunk);
+        for (int64_t b = 0; b < nb; ++b) {
+            for (int64_t t = t0; t < t1; ++t) {
+                const block_q8_0& x = reinterpret_cast<const block_q8_0*>(a.x + t * a.x_row_bytes)[b];
+                // sum of signed bytes = sum of (byte + 128) - 32 * 128, in four sad sums of 8
+                const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs)), flip);
+                const __m256i sad = _mm256_sad_epu8(q, _mm256_setzero_si256());
+                const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
+                const int sum = static_cast<int>(_mm_cvtsi128_si64(_mm_add_epi64(h, _mm_unpackhi_epi64(h, h)))) - 32 * 128;
+                s.d[b * a.n_tokens + t] = _cvtsh_ss(x.d);
+                s.start[b * a.n_tokens + t] = -offset * sum;
+            }
+        }
+    }
+}
+
+// Asks for the line `ahead` bytes past p, into L2.
+TACHYON_PROMPT_AVX2 inline void prefetch_l2(const void* p, int64_t ahead) {
+    _mm_prefetch(static_cast<const char*>(p) + ahead, _MM_HINT_T1);
+}
+
+inline uint32_t load_u32(const void* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+// ---- AVX-512: 16 rows per register -------------------------------------------
+
+// The AVX-512 tiles' weight types: q4_0 (4 dwords of nibbles, stored q + 8)
+// and q8_0 (8 dwords of bytes, stored q + 128).
+template <class B>
+struct lanes16 {
+    static constexpr bool nibbles = std::is_same_v<B, block_q4_0>;
+    static constexpr int dw = nibbles ? 4 : 8;
+    static constexpr int offset = nibbles ? 8 : 128;
+    using rows = block_rows<16, dw>;
+};
+
+// Rows r.. r + n - 1 (n <= 16) laid out as blocks of 16 rows; lanes past n
+// repeat row r (their sums are never stored).
+template <class B>
+TACHYON_PROMPT_AVX512 void lay_out16(const gemm_args& a, int64_t r, int n, int64_t nb, typename lanes16<B>::rows* out) {
+    const B* row[16];
+    for (int i = 0; i < 16; ++i) row[i] = reinterpret_cast<const B*>(a.w + (r + (i < n ? i : 0)) * a.w_row_bytes);
+    const int64_t next = 16 * static_cast<int64_t>(a.w_row_bytes);
+    int64_t fetched = 0;  // bytes of each row asked for
+    for (int64_t b = 0; b < nb; ++b) {
+        // the next group's rows into L2 while this one's tiles run, a line
+        // each time a block reaches into a new one
+        if (static_cast<int64_t>((b + 1) * sizeof(B)) > fetched) {
+            for (int i = 0; i < 16; ++i) prefetch_l2(reinterpret_cast<const char*>(row[i]) + fetched, next);
+            fetched += 64;
+        }
+        // 16 bytes of quants at a time: v[k]'s 128-bit lane L holds those of
+        // row 4L + k; the 4 x 4 dword transposes within each lane give
+        // quants[m] for all 16 rows.
+        const __m512i flip = _mm512_set1_epi8(static_cast<char>(lanes16<B>::nibbles ? 0 : 0x80));
+        for (int h = 0; h < lanes16<B>::dw / 4; ++h) {
+            __m512i v[4];
+            for (int k = 0; k < 4; ++k) {
+                const auto q = [&](int i) { return reinterpret_cast<const __m128i*>(row[i][b].qs + 16 * h); };
+                __m512i z = _mm512_castsi128_si512(_mm_loadu_si128(q(k)));
+                z = _mm512_inserti32x4(z, _mm_loadu_si128(q(4 + k)), 1);
+                z = _mm512_inserti32x4(z, _mm_loadu_si128(q(8 + k)), 2);
+                v[k] = _mm512_xor_si512(_mm512_inserti32x4(z, _mm_loadu_si128(q(12 + k)), 3), flip);
+            }
+            const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
+            const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
+            _mm512_store_si512(out[b].quants[4 * h + 0], _mm512_unpacklo_epi64(t0, t2));
+            _mm512_store_si512(out[b].quants[4 * h + 1], _mm512_unpackhi_epi64(t0, t2));
+            _mm512_store_si512(out[b].quants[4 * h + 2], _mm512_unpacklo_epi64(t1, t3));
+            _mm512_store_si512(out[b].quants[4 * h + 3], _mm512_unpackhi_epi64(t1, t3));
+        }
+        alignas(32) uint16_t d[16];
+        for (int i = 0; i < 16; ++i) d[i] = row[i][b].d;
+        _mm512_store_ps(out[b].d, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d))));
+    }
+}
+
+// Tokens t.. t + NT - 1 against the 16 rows laid out at w; lanes outside
+// `keep` are not stored.
+template <class B, int NT>
+TACHYON_PROMPT_AVX512 void tokens16(const gemm_args& a, const typename lanes16<B>::rows* w, int64_t nb, const act_sums& s, int64_t r,
+                                 int64_t t, __mmask16 keep) {
+    const int8_t* xq[NT];  // token j's quants of block 0; block b is 34 b bytes on
+    for (int j = 0; j < NT; ++j) xq[j] = reinterpret_cast<const block_q8_0*>(a.x + (t + j) * a.x_row_bytes)->qs;
+    const float* dx = s.d.data() + t;             // block b, token j: dx[b * n_tokens + j]
+    const int32_t* start = s.start.data() + t;
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    __m512 acc[NT];
+#pragma GCC unroll 16
+    for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const auto& blk = w[b];
+        const size_t xo = static_cast<size_t>(b) * sizeof(block_q8_0);
+        __m512i sum[NT];
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; ++j) sum[j] = _mm512_set1_epi32(start[b * a.n_tokens + j]);
+        if constexpr (lanes16<B>::nibbles) {
+#pragma GCC unroll 4
+            for (int m = 0; m < 4; ++m) {
+                const __m512i v = _mm512_load_si512(blk.quants[m]);
+                const __m512i lo = _mm512_and_si512(v, low4);
+                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+#pragma GCC unroll 16
+                for (int j = 0; j < NT; ++j) {
+                    sum[j] = _mm512_dpbusd_epi32(sum[j], lo, _mm512_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m))));
+                    sum[j] = _mm512_dpbusd_epi32(sum[j], hi, _mm512_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 16 + 4 * m))));
+                }
+            }
+        } else {
+#pragma GCC unroll 8
+            for (int m = 0; m < 8; ++m) {
+                const __m512i v = _mm512_load_si512(blk.quants[m]);
+#pragma GCC unroll 16
+                for (int j = 0; j < NT; ++j)
+                    sum[j] = _mm512_dpbusd_epi32(sum[j], v, _mm512_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m))));
+            }
+        }
+        const __m512 dw = _mm512_load_ps(blk.d);
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; ++j)
+            acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(dw, _mm512_set1_ps(dx[b * a.n_tokens + j])), acc[j]);
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
+}
+
+constexpr int nt16 = 8;  // tokens per AVX-512 tile: 8 int and 8 float sums, 16 of the 32 registers
+
+template <class B, int NT = nt16 - 1>
+TACHYON_PROMPT_AVX512 void tail16(const gemm_args& a, const typename lanes16<B>::rows* w, int64_t nb, const act_sums& s, int64_t r,
+                               int64_t t, __mmask16 keep, int64_t n) {
+    if constexpr (NT >= 1) {
+        if (n == NT) return tokens16<B, NT>(a, w, nb, s, r, t, keep);
+        tail16<B, NT - 1>(a, w, nb, s, r, t, keep, n);
+    }
+}
+
+// ---- AVX2: 8 rows per register ------------------------------------------------
+
+using rows8 = block_rows<8>;
+
+TACHYON_PROMPT_AVX2 void lay_out8(const gemm_args& a, int64_t r, int n, int64_t nb, rows8* out) {
+    const block_q4_0* row[8];
+    for (int i = 0; i < 8; ++i) row[i] = reinterpret_cast<const block_q4_0*>(a.w + (r + (i < n ? i : 0)) * a.w_row_bytes);
+    const int64_t next = 8 * static_cast<int64_t>(a.w_row_bytes);
+    int64_t fetched = 0;
+    for (int64_t b = 0; b < nb; ++b) {
+        if (static_cast<int64_t>((b + 1) * sizeof(block_q4_0)) > fetched) {
+            for (int i = 0; i < 8; ++i) prefetch_l2(reinterpret_cast<const char*>(row[i]) + fetched, next);
+            fetched += 64;
+        }
+        __m256i v[4];  // lane L: the quants of row 4L + k
+        for (int k = 0; k < 4; ++k)
+            v[k] = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(row[4 + k][b].qs), reinterpret_cast<const __m128i*>(row[k][b].qs));
+        const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
+        const __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out[b].quants[0]), _mm256_unpacklo_epi64(t0, t2));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out[b].quants[1]), _mm256_unpackhi_epi64(t0, t2));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out[b].quants[2]), _mm256_unpacklo_epi64(t1, t3));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out[b].quants[3]), _mm256_unpackhi_epi64(t1, t3));
+        alignas(16) uint16_t d[8];
+        for (int i = 0; i < 8; ++i) d[i] = row[i][b].d;
+        _mm256_store_ps(out[b].d, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d))));
+    }
+}
+
+// Tokens t.. t + NT - 1 against the 8 rows laid out at w. maddubs pairs
+// stay within 2 * 15 * 128, the 16 products of a block in an int16 lane
+// within 30720, so a block's pairs add up in int16 before one madd widens
+// them; lanes outside `keep` are not stored.
+template <int NT>
+TACHYON_PROMPT_AVX2 void tokens8(const gemm_args& a, const rows8* w, int64_t nb, const act_sums& s, int64_t r, int64_t t,
+                              __m256i keep) {
+    const int8_t* xq[NT];
+    for (int j = 0; j < NT; ++j) xq[j] = reinterpret_cast<const block_q8_0*>(a.x + (t + j) * a.x_row_bytes)->qs;
+    const float* dx = s.d.data() + t;
+    const int32_t* start = s.start.data() + t;
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[NT];
+#pragma GCC unroll 16
+    for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const rows8& blk = w[b];
+        const size_t xo = static_cast<size_t>(b) * sizeof(block_q8_0);
+        __m256i sum[NT];
+#pragma GCC unroll 4
+        for (int m = 0; m < 4; ++m) {
+            const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk.quants[m]));
+            const __m256i lo = _mm256_and_si256(v, low4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+#pragma GCC unroll 16
+            for (int j = 0; j < NT; ++j) {
+                const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m)));
+                const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 16 + 4 * m)));
+                const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
+                sum[j] = m == 0 ? p : _mm256_add_epi16(sum[j], p);
+                // keeps the sums a chain: reassociated into a tree, GCC
+                // held every product of the block live and spilled them
+                __asm__("" : "+x"(sum[j]));
+            }
+        }
+        const __m256 dw = _mm256_load_ps(blk.d);
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; ++j) {
+            const __m256i d = _mm256_add_epi32(_mm256_madd_epi16(sum[j], ones), _mm256_set1_epi32(start[b * a.n_tokens + j]));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_mul_ps(dw, _mm256_set1_ps(dx[b * a.n_tokens + j])), acc[j]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < NT; ++j) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
+}
+
+// The same with AVX-VNNI: each 4-byte product sum accumulates into the
+// block's int32 sums by one dpbusd, which starts at -8 * the activations' sum.
+template <int NT>
+TACHYON_PROMPT_AVX_VNNI void tokens8_vnni(const gemm_args& a, const rows8* w, int64_t nb, const act_sums& s, int64_t r, int64_t t,
+                                          __m256i keep) {
+    const int8_t* xq[NT];
+    for (int j = 0; j < NT; ++j) xq[j] = reinterpret_cast<const block_q8_0*>(a.x + (t + j) * a.x_row_bytes)->qs;
+    const float* dx = s.d.data() + t;
+    const int32_t* start = s.start.data() + t;
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    __m256 acc[NT];
+#pragma GCC unroll 16
+    for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const rows8& blk = w[b];
+        const size_t xo = static_cast<size_t>(b) * sizeof(block_q8_0);
+        __m256i sum[NT];
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; ++j) sum[j] = _mm256_set1_epi32(start[b * a.n_tokens + j]);
+#pragma GCC unroll 4
+        for (int m = 0; m < 4; ++m) {
+            const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk.quants[m]));
+            const __m256i lo = _mm256_and_si256(v, low4);
+            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+#pragma GCC unroll 16
+            for (int j = 0; j < NT; ++j) {
+                sum[j] = _mm256_dpbusd_avx_epi32(sum[j], lo, _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m))));
+                sum[j] = _mm256_dpbusd_avx_epi32(sum[j], hi, _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 16 + 4 * m))));
+            }
+        }
+        const __m256 dw = _mm256_load_ps(blk.d);
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; ++j)
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), _mm256_mul_ps(dw, _mm256_set1_ps(dx[b * a.n_tokens + j])), acc[j]);
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < NT; ++j) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
+}
+
+constexpr int nt8 = 4;  // tokens per AVX2 tile: 4 int16 and 4 float sums of the 16 registers
+
+// Tokens t.. t + n - 1 (n < nt8) against the 8 rows at w, with tokens8 or
+// (Vnni) tokens8_vnni.
+template <bool Vnni, int NT = nt8 - 1>
+TACHYON_PROMPT_AVX2 void tail8(const gemm_args& a, const rows8* w, int64_t nb, const act_sums& s, int64_t r, int64_t t, __m256i keep,
+                            int64_t n) {
+    if constexpr (NT >= 1) {
+        if (n == NT) {
+            if constexpr (Vnni) return tokens8_vnni<NT>(a, w, nb, s, r, t, keep);
+            else return tokens8<NT>(a, w, nb, s, r, t, keep);
+        }
+        tail8<Vnni, NT - 1>(a, w, nb, s, r, t, keep, n);
+    }
+}
+
+// Rows [r0, r1) in groups of R against every token: each group laid out
+// once per panel of tokens by lay_out(r, n, rows), then run(r, t0, t1, n, rows).
+template <int R, class Rows, class LayOut, class Run>
+void by_row_groups(const gemm_args& a, int64_t r0, int64_t r1, int64_t nt, const LayOut& lay_out, const Run& run) {
+    const int64_t nb = a.n_cols / qk_32;
+    thread_local std::vector<Rows> buffer;
+    if (buffer.size() < static_cast<size_t>(nb)) buffer.resize(static_cast<size_t>(nb));
+    const int64_t panel = std::max<int64_t>(nt, prompt_panel_bytes / static_cast<int64_t>(a.x_row_bytes) / nt * nt);
+    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
+        const int64_t t1 = std::min(a.n_tokens, t0 + panel);
+        for (int64_t r = r0; r < r1; r += R) {
+            const int n = static_cast<int>(std::min<int64_t>(R, r1 - r));
+            lay_out(r, n, buffer.data());
+            run(r, t0, t1, n, buffer.data());
+        }
+    }
+}
+
+template <class B>
+void gemm_prompt_avx512(const gemm_args& a, int64_t r0, int64_t r1) {
+    using rows = typename lanes16<B>::rows;
+    const int64_t nb = a.n_cols / qk_32;
+    thread_local act_sums s;
+    sum_activations(a, nb, lanes16<B>::offset, s);
+    by_row_groups<16, rows>(
+        a, r0, r1, nt16, [&](int64_t r, int n, rows* w) { lay_out16<B>(a, r, n, nb, w); },
+        [&](int64_t r, int64_t t0, int64_t t1, int n, const rows* w) {
+            const auto keep = static_cast<__mmask16>((1u << n) - 1);
+            int64_t t = t0;
+            for (; t + nt16 <= t1; t += nt16) tokens16<B, nt16>(a, w, nb, s, r, t, keep);
+            tail16<B>(a, w, nb, s, r, t, keep, t1 - t);
+        });
+}
+
+
+template <bool Vnni>
+void gemm_prompt_avx2(const gemm_args& a, int64_t r0, int64_t r1) {
+    const int64_t nb = a.n_cols / qk_32;
+    thread_local act_sums s;
+    sum_activations(a, nb, 8, s);
+    by_row_groups<8, rows8>(
+        a, r0, r1, nt8, [&](int64_t r, int n, rows8* w) { lay_out8(a, r, n, nb, w); },
+        [&](int64_t r, int64_t t0, int64_t t1, int n, const rows8* w) TACHYON_PROMPT_AVX2 {
+            const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+            int64_t t = t0;
+            for (; t + nt8 <= t1; t += nt8) {
+                if constexpr (Vnni) tokens8_vnni<nt8>(a, w, nb, s, r, t, keep);
+                else tokens8<nt8>(a, w, nb, s, r, t, keep);
+            }
+            tail8<Vnni>(a, w, nb, s, r, t, keep, t1 - t);
+        });
+}
+
+}  // namespace
+
+void gemm_q4_0_prompt_avx512(const gemm_args& a, int64_t r0, int64_t r1) { gemm_prompt_avx512<block_q4_0>(a, r0, r1); }
+void gemm_q8_0_prompt_avx512(const gemm_args& a, int64_t r0, int64_t r1) { gemm_prompt_avx512<block_q8_0>(a, r0, r1); }
+void gemm_q4_0_prompt_avx2(const gemm_args& a, int64_t r0, int64_t r1) { gemm_prompt_avx2<false>(a, r0, r1); }
+void gemm_q4_0_prompt_avx_vnni(const gemm_args& a, int64_t r0, int64_t r1) { gemm_prompt_avx2<true>(a, r0, r1); }
+
+}  // namespace tachyon::detail
