@@ -537,6 +537,8 @@ int engine::sample_rows(active& a, const float* logits, std::span<const int32_t>
     const int n_vocab = model_->hparams().n_vocab;
     session_state& s = *a.session;
     int kept = 0;
+    // Counted before a token can finish the request, which reports its stats.
+    a.stats.n_drafted += static_cast<int>(draft.size());
     for (size_t i = 0; i <= draft.size() && !a.done; ++i) {
         std::span<const float> row(logits + i * static_cast<size_t>(n_vocab), static_cast<size_t>(n_vocab));
         std::span<const uint8_t> allowed;
@@ -573,6 +575,7 @@ int engine::sample_rows(active& a, const float* logits, std::span<const int32_t>
         }
         const bool matches_draft = i < draft.size() && token == draft[i];
         kept += matches_draft ? 1 : 0;
+        a.stats.n_draft_accepted += matches_draft ? 1 : 0;
         bool go_on = a.req.on_token ? a.req.on_token(token) : true;
         bool stop_token = std::find(a.req.stop_tokens.begin(), a.req.stop_tokens.end(), token) != a.req.stop_tokens.end();
         if (!go_on || stop_token) {
@@ -582,8 +585,6 @@ int engine::sample_rows(active& a, const float* logits, std::span<const int32_t>
         }
         if (!matches_draft) break;
     }
-    a.stats.n_drafted += static_cast<int>(draft.size());
-    a.stats.n_draft_accepted += kept;
     return kept;
 }
 

@@ -3,6 +3,7 @@
 // them.
 #include "runtime/agent/agent_runner.h"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 
 #include "base/log.h"
@@ -67,9 +68,22 @@ void runner::record_start(const call_slot& slot) {
 void runner::start_speculative_calls(int step) {
     spec_slots_ = std::move(ahead_slots_);
     ahead_slots_.clear();
+    turn_predictions_.clear();
     if (!env_.predictor) return;
     env_.predictor->count_turn(prev_kind_);
     env_.predictor->count_turn(call_predictor::two_ahead(prev_kind_));
+    if (req_.switches.call_drafts) {
+        // What the model is likely to write: the calls predicted for this
+        // turn, then those started for it a turn ahead.
+        turn_predictions_ = env_.predictor->predict(prev_kind_, prev_text_);
+        for (const auto& s : spec_slots_) {
+            const bool known = std::any_of(turn_predictions_.begin(), turn_predictions_.end(), [&](const predicted_call& p) {
+                auto args = json::minify(p.arguments, "predicted call");
+                return p.name == s->rec.name && args && *args == s->rec.arguments;
+            });
+            if (!known) turn_predictions_.push_back({s->rec.name, s->rec.arguments});
+        }
+    }
     if (!req_.switches.speculative_tools) return;
     const grounded_values gv = grounding();
     const auto start = [&](const predicted_call& p, std::vector<std::shared_ptr<call_slot>>& into) {

@@ -38,6 +38,7 @@ struct run_switches {
     bool spec_decode = true;     // prompt-lookup drafts verified in the decode forward (same output)
     bool jump_forward = true;    // text the grammar forces is drafted whole and verified in one forward
     bool speculative_tools = true;  // predicted read-only calls start before the model writes them (call_predictor.h)
+    bool call_drafts = true;     // the predicted calls' text is drafted and verified in one forward (call_drafts.h)
     bool constrain = true;       // tool calls and the final answer follow their schemas
     bool grounding = true;       // identifier arguments come from values seen in the run
 };

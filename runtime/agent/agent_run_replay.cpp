@@ -109,7 +109,7 @@ bool run_replay::holds(const journal::event_body& body) {
 std::map<std::string, bool> switches_to_map(const run_switches& s) {
     return {{"early_dispatch", s.early_dispatch}, {"parallel_tools", s.parallel_tools}, {"kv_retain", s.kv_retain},
             {"spec_decode", s.spec_decode},       {"jump_forward", s.jump_forward},     {"speculative_tools", s.speculative_tools},
-            {"constrain", s.constrain},           {"grounding", s.grounding}};
+            {"call_drafts", s.call_drafts},       {"constrain", s.constrain},           {"grounding", s.grounding}};
 }
 
 run_switches switches_from_map(const std::map<std::string, bool>& m) {
@@ -123,6 +123,7 @@ run_switches switches_from_map(const std::map<std::string, bool>& m) {
     take("spec_decode", s.spec_decode);
     take("jump_forward", s.jump_forward);
     take("speculative_tools", s.speculative_tools);
+    take("call_drafts", s.call_drafts);
     take("constrain", s.constrain);
     take("grounding", s.grounding);
     return s;

@@ -207,6 +207,7 @@ private:
     // the previous turn's calls and results, and the turn's before that.
     std::vector<std::shared_ptr<call_slot>> spec_slots_;
     std::vector<std::shared_ptr<call_slot>> ahead_slots_;
+    std::vector<predicted_call> turn_predictions_;  // this turn's, for call drafts (started or not)
     std::string prev_kind_ = "<start>";
     std::string prev_text_;  // what the previous turn read (task, tool results, verifier's words)
     std::string back_kind_;  // the turn before the previous one ("" before there was one)

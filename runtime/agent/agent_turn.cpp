@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 
 #include "base/log.h"
+#include "runtime/agent/call_drafts.h"
 #include "runtime/agent/tool_catalog.h"
 #include "runtime/common/async_flag.h"
 #include "runtime/common/json_util.h"
@@ -18,6 +19,11 @@
 #include "runtime/formats/tool_call_parser.h"
 
 namespace tachyon::agent_detail {
+
+// Tokens of predicted-call text drafted at once. Verifying a draft costs its
+// tokens' compute whether or not the model keeps them, and a wrong argument
+// value loses the rest of the call.
+constexpr size_t max_call_draft = 16;
 
 // The system prompt, the task and the tools, rendered and tokenized, and the
 // session they are prefilled into: the first turn's input.
@@ -374,6 +380,14 @@ asio::awaitable<request_stats> runner::generate(std::vector<int32_t> append, int
         // and verified in one forward instead of decoded one by one.
         r.propose = forced_text_drafts(constraint_, [host = env_.host](std::string_view text) { return host->encode_plain(text); });
     }
+    if (req_.switches.call_drafts && !turn_predictions_.empty()) {
+        auto texts = predicted_calls_texts(env_.host->format(), render_options_, turn_predictions_);
+        text_codec codec{[host = env_.host](std::string_view text) { return host->encode_scaffold(text); },
+                         [host = env_.host](std::span<const int32_t> tokens) {
+                             return host->tok().decode(tokens, {.render_special = true, .strip_leading_space = false});
+                         }};
+        if (!texts.empty()) r.propose = predicted_call_drafts(std::move(texts), std::move(codec), std::move(r.propose), max_call_draft);
+    }
     auto ex = ex_;
     r.on_token = [this, self = shared_from_this(), st, ex, &turn](int32_t t) {
         asio::post(ex, [this, self, t, &turn] { on_token(t, turn); });
@@ -443,3 +457,4 @@ result<std::vector<int32_t>> runner::next_turn_tokens(int32_t end_token, const s
 }
 
 }  // namespace tachyon::agent_detail
+

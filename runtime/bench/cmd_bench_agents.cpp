@@ -111,6 +111,7 @@ std::vector<mode> modes_for(const std::string& which, bool baseline_http) {
     seq.switches.spec_decode = false;
     seq.switches.jump_forward = false;
     seq.switches.speculative_tools = false;
+    seq.switches.call_drafts = false;
     // A stateless chat API over a serving engine with a prefix cache and
     // continuous batching; the tools of a turn run together after the turn.
     mode conv{"conventional", {}, 0, true, baseline_http};
@@ -119,12 +120,15 @@ std::vector<mode> modes_for(const std::string& which, bool baseline_http) {
     conv.switches.spec_decode = false;
     conv.switches.jump_forward = false;
     conv.switches.speculative_tools = false;
+    conv.switches.call_drafts = false;
     mode all{"tachyon", {}, 0, true};
     if (which == "sequential") return {seq};
     if (which == "conventional") return {conv};
     if (which == "tachyon") return {all};
     if (which == "ablation") {
-        mode no_early = all, no_parallel = all, no_kv = all, no_prefix = all, no_spec = all, no_jump = all, no_spec_tools = all;
+        mode no_early = all, no_parallel = all, no_kv = all, no_prefix = all, no_spec = all, no_jump = all, no_spec_tools = all, no_call_drafts = all;
+        no_call_drafts.name = "tachyon -call_drafts";
+        no_call_drafts.switches.call_drafts = false;
         no_spec_tools.name = "tachyon -speculative_tools";
         no_spec_tools.switches.speculative_tools = false;
         no_spec.name = "tachyon -spec_decode";
@@ -139,7 +143,7 @@ std::vector<mode> modes_for(const std::string& which, bool baseline_http) {
         no_parallel.switches.parallel_tools = false;
         no_kv.name = "tachyon -kv_retain";
         no_kv.switches.kv_retain = false;
-        return {all, no_early, no_parallel, no_kv, no_prefix, no_spec, no_jump, no_spec_tools};
+        return {all, no_early, no_parallel, no_kv, no_prefix, no_spec, no_jump, no_spec_tools, no_call_drafts};
     }
     return {seq, conv, all};
 }

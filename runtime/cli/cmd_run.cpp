@@ -130,6 +130,7 @@ int run_command(const cli::parsed_args& args) {
         req.switches.spec_decode = !args.flag("no-spec-decode");
         req.switches.jump_forward = !args.flag("no-jump-forward");
         req.switches.speculative_tools = !args.flag("no-speculative-tools");
+        req.switches.call_drafts = !args.flag("no-call-drafts");
         req.switches.grounding = !args.flag("no-grounding");
         req.switches.constrain = !args.flag("no-constrain");
     }
@@ -212,6 +213,7 @@ cli::command_spec make_run_command() {
         {"no-spec-decode", 0, cli::option_kind::flag, "", "", "decode one token per forward (no prompt-lookup drafts)"},
         {"no-jump-forward", 0, cli::option_kind::flag, "", "", "decode text the grammar forces token by token"},
         {"no-speculative-tools", 0, cli::option_kind::flag, "", "", "start tools only when the model has written the call"},
+        {"no-call-drafts", 0, cli::option_kind::flag, "", "", "decode predicted calls token by token instead of drafting their text"},
         {"no-prefix-cache", 0, cli::option_kind::flag, "", "", "compute every prompt token even when another session already did"},
         {"no-constrain", 0, cli::option_kind::flag, "", "", "let the model write tool calls unconstrained"},
         {"no-grounding", 0, cli::option_kind::flag, "", "", "do not restrict identifier arguments to values seen in the run"},
