@@ -167,26 +167,33 @@ TACHYON_AVX2 void quantize_q8_k(const float* x, void* dst, int64_t n) {
     }
 }
 
-// q4_0 batches of this many tokens and more take gemm_q4_0_prompt_avx2
-// (measured on Zen 5, one thread, 2816 x 1024 weights from DRAM, `tachyon
-// bench matmul --type q4_0 --mib 64`, us per matmul against the 4 x 2 q8
-// tile: 4 tokens 123 against 236, 8 208 / 477, 32 745 / 2240, 128 2930 /
-// 8300; 2 tokens even, 124 against 122).
-constexpr int64_t min_tokens_q4_0_prompt = 4;
+// q4_0, q4_1, q5_0 and q5_1 batches of this many tokens and more take the
+// rows-in-lanes tiles of kernels_prompt.cpp (q4_0 measured on Zen 5, one
+// thread, 2816 x 1024 weights from DRAM, `tachyon bench matmul --type q4_0
+// --mib 64`, us per matmul against the 4 x 2 q8 tile: 4 tokens 123 against
+// 236, 8 208 / 477, 32 745 / 2240, 128 2930 / 8300; 2 tokens even, 124
+// against 122; on a Xeon (Sapphire Rapids, `TACHYON_KERNELS=avx2 ...
+// --tokens 4,8,32,128 -t 1 --no-bandwidth`) q5_0 436 / 604, 607 / 1200,
+// 1589 / 4996, 5784 / 19316; q4_1 357 / 512, 556 / 971, 1651 / 3935, 6044 /
+// 16015; q5_1 444 / 624, 679 / 1219, 1812 / 5212, 6517 / 19227; 3 tokens
+// q4_0 222-234 / 347-356, q4_1 277 / 401, q5_0 368 / 481). q8_0 and
+// iq4_nl keep the q8 tile: their bytes + 128 overflow maddubs.
+constexpr int64_t min_tokens_prompt = 3;
 
-TACHYON_AVX2 void gemm_q4_0(const gemm_args& a, int64_t r0, int64_t r1) {
-    if (a.n_tokens >= min_tokens_q4_0_prompt) return gemm_q4_0_prompt_avx2(a, r0, r1);
-    gemm_nibbles<unpack_q4_0>(a, r0, r1);
+template <class U, tensor_type T>
+TACHYON_AVX2 void gemm_by_tokens(const gemm_args& a, int64_t r0, int64_t r1) {
+    if (a.n_tokens >= min_tokens_prompt) return prompt_gemm_avx2(T)(a, r0, r1);
+    gemm_nibbles<U>(a, r0, r1);
 }
 
 constexpr type_kernels avx2_f32{gemm<float_tile<load_f32>>, dot<float_tile<load_f32>>, nullptr};
 constexpr type_kernels avx2_f16{gemm<float_tile<load_f16>>, dot<float_tile<load_f16>>, nullptr};
 constexpr type_kernels avx2_bf16{gemm<float_tile<load_bf16>>, dot<float_tile<load_bf16>>, nullptr};
 constexpr type_kernels avx2_q8_0{gemm<q8_tile<unpack_q8_0>>, dot<q8_tile<unpack_q8_0>>, quantize_q8_0};
-constexpr type_kernels avx2_q4_0{gemm_q4_0, dot<q8_tile<unpack_q4_0>>, quantize_q8_0};
-constexpr type_kernels avx2_q4_1{gemm_nibbles<unpack_q4_1>, dot<q8_tile<unpack_q4_1>>, quantize_q8_1};
-constexpr type_kernels avx2_q5_0{gemm_nibbles<unpack_q5_0>, dot<q8_tile<unpack_q5_0>>, quantize_q8_0};
-constexpr type_kernels avx2_q5_1{gemm_nibbles<unpack_q5_1>, dot<q8_tile<unpack_q5_1>>, quantize_q8_1};
+constexpr type_kernels avx2_q4_0{gemm_by_tokens<unpack_q4_0, tensor_type::q4_0>, dot<q8_tile<unpack_q4_0>>, quantize_q8_0};
+constexpr type_kernels avx2_q4_1{gemm_by_tokens<unpack_q4_1, tensor_type::q4_1>, dot<q8_tile<unpack_q4_1>>, quantize_q8_1};
+constexpr type_kernels avx2_q5_0{gemm_by_tokens<unpack_q5_0, tensor_type::q5_0>, dot<q8_tile<unpack_q5_0>>, quantize_q8_0};
+constexpr type_kernels avx2_q5_1{gemm_by_tokens<unpack_q5_1, tensor_type::q5_1>, dot<q8_tile<unpack_q5_1>>, quantize_q8_1};
 constexpr type_kernels avx2_iq4_nl{gemm<q8_tile<unpack_iq4_nl>>, dot<q8_tile<unpack_iq4_nl>>, quantize_q8_0};
 
 }  // namespace

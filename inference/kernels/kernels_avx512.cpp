@@ -1,12 +1,12 @@
 // The float-weight (f32, f16, bf16) matmul again with AVX-512: sixteen
 // columns per register, and tiles of 4 weight rows x 4 tokens whose sixteen
 // accumulators stay in registers (AVX2 has room for 4 x 2), and the q8_0 /
-// q4_0 / q5_0 / iq4_nl tile with two blocks per register and 512-bit dpbusd
-// (AVX-512 VNNI; q4_0 decode packs four blocks per register; q5_0 / q5_1
-// decode adds the fifth bits under byte masks). q8_0 and q4_0 batches of 4
-// tokens and more take the tiles of kernels_prompt.cpp instead. Every
-// function carries its own target attribute so the file builds for plain
-// x86-64; kernels.cpp only calls in here after checking the CPU
+// q4_0 / iq4_nl decode tile with two blocks per register and 512-bit dpbusd
+// (AVX-512 VNNI; q4_0 and iq4_nl pack four blocks per register; q5_0 / q5_1
+// decode adds the fifth bits under byte masks). Batches of 3 tokens and
+// more of the 32-element block types take the tiles of kernels_prompt.cpp.
+// Every function carries its own target attribute so the file builds for
+// plain x86-64; kernels.cpp only calls in here after checking the CPU
 // (default_isa).
 
 // GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge
@@ -324,14 +324,7 @@ void gemm_by_width(const gemm_args& a, int64_t r0, int64_t r1) {
     gemm<float_tile512<L>>(a, r0, r1);
 }
 
-// ---- q8_0 / q4_0 weights, two blocks per 512-bit register -------------------
-
-// Two fp16 block scales as [d0 x 8, d1 x 8].
-TACHYON_AVX512 inline __m512 scale_pair(uint16_t d0, uint16_t d1) {
-    const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<short>(d0))),
-                                              _mm_set1_epi16(static_cast<short>(d1)), 1);
-    return _mm512_cvtph_ps(h);
-}
+// ---- q8_0 / q4_0 / iq4_nl decode, two or four blocks per 512-bit register ----
 
 TACHYON_AVX512 inline __m512i pair_of(__m256i lo, __m256i hi) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
@@ -348,76 +341,8 @@ TACHYON_AVX512 inline __m512i nibble_pair(const uint8_t* q0, const uint8_t* q1, 
     return _mm512_and_si512(q, _mm512_set1_epi8(0x0f));
 }
 
-// The q8 tile again with 512-bit dpbusd: blocks b and b + 1 share a
-// register (lanes 0-7 and 8-15), so a pair of (weight, activation) blocks
-// costs one dpbusd, one conversion, one scale product and one FMA for 64
-// multiply-adds. An odd last block runs with an empty upper half.
-template <class U>
-struct q8_tile512 {
-    static constexpr int rn = 4;
-
-    template <int RM, int RN>
-    TACHYON_AVX512 static void run(const gemm_args& a, int64_t r, int64_t t) {
-        using block = typename U::block;
-        constexpr int off = U::offset;
-        constexpr int bias = off == 0 ? 128 : off;  // weights read as unsigned bytes w + bias
-        const block* w[RM];
-        const block_q8_0* x[RN];
-        for (int i = 0; i < RM; ++i) w[i] = reinterpret_cast<const block*>(a.w + (r + i) * a.w_row_bytes);
-        for (int j = 0; j < RN; ++j) x[j] = reinterpret_cast<const block_q8_0*>(a.x + (t + j) * a.x_row_bytes);
-        __m512 acc[RM][RN];
-#pragma GCC unroll 16
-        for (int i = 0; i < RM; ++i)
-#pragma GCC unroll 16
-            for (int j = 0; j < RN; ++j) acc[i][j] = _mm512_setzero_ps();
-        const __m512i biases = _mm512_set1_epi8(static_cast<char>(bias));
-        const int64_t nb = a.n_cols / qk_32;
-        const bool stream = t == 0 && a.n_tokens <= max_stream_tokens;  // batched decode: fetch the rows ahead
-        const int64_t ahead = prefetch_distance(a, std::is_same_v<block, block_q8_0> ? q8_prefetch_bytes : q4_prefetch_bytes);
-        for (int64_t b = 0; b < nb; b += 2) {
-            const bool two = b + 1 < nb;
-            __m512i xq[RN], x_off[RN];
-            __m512 dx[RN];
-#pragma GCC unroll 16
-            for (int j = 0; j < RN; ++j) {
-                const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j][b].qs));
-                const __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[j][b + 1].qs)) : _mm256_setzero_si256();
-                xq[j] = pair_of(lo, hi);
-                // -bias * (sum of each group of 4 x): every pair's sum starts there
-                x_off[j] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), biases, xq[j]));
-                dx[j] = scale_pair(x[j][b].d, two ? x[j][b + 1].d : uint16_t{0});
-            }
-#pragma GCC unroll 16
-            for (int i = 0; i < RM; ++i) {
-                if (stream) prefetch_block_l2(&w[i][b], ahead);  // the pair's blocks: 36 to 68 bytes
-                __m512i wq;
-                if constexpr (std::is_same_v<U, unpack_q4_0>) {
-                    // one shift and one mask for both blocks (x is 0 past an odd last block)
-                    wq = nibble_pair(w[i][b].qs, two ? w[i][b + 1].qs : nullptr, off);
-                } else {
-                    wq = pair_of(U::quants(w[i][b]), two ? U::quants(w[i][b + 1]) : _mm256_setzero_si256());
-                }
-                if constexpr (off == 0) wq = _mm512_xor_si512(wq, _mm512_set1_epi8(static_cast<char>(0x80)));
-                const __m512 dw = scale_pair(w[i][b].d, two ? w[i][b + 1].d : uint16_t{0});
-#pragma GCC unroll 16
-                for (int j = 0; j < RN; ++j) {
-                    const __m512 p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(x_off[j], wq, xq[j]));
-                    acc[i][j] = _mm512_fmadd_ps(p, _mm512_mul_ps(dw, dx[j]), acc[i][j]);
-                }
-            }
-        }
-        if constexpr (RM == 4 && RN == 4) {
-            store_tile_sums(acc, a, r, t);
-        } else {
-#pragma GCC unroll 16
-            for (int i = 0; i < RM; ++i)
-#pragma GCC unroll 16
-                for (int j = 0; j < RN; ++j) a.y[(t + j) * a.ldy + r + i] = hsum512(acc[i][j]);
-        }
-    }
-};
-
-// Decode (a token or three): pairs of blocks as in q8_tile512, with the
+// Decode (a token or two): blocks b and b + 1 share a register (lanes 0-7
+// and 8-15; an odd last block runs with an empty upper half), with the
 // scale products dw * dx of 32 blocks at a time computed up front (the fp16
 // scales of 16 blocks fetched by one gather and converted together), so a
 // pair costs one dpbusd, one conversion, one broadcast of two products and
@@ -426,6 +351,16 @@ template <class U>
 struct q8_decode512 {
     static constexpr int rn = 4;
     static constexpr int chunk = 32;  // blocks per batch of scale products
+    // iq4_nl: q4_0's nibbles, which index the levels + 128 (unsigned bytes)
+    static constexpr bool levels = std::is_same_v<U, unpack_iq4_nl>;
+    static constexpr bool nibbles = levels || std::is_same_v<U, unpack_q4_0>;
+    static constexpr int bias = levels ? 128 : U::offset == 0 ? 128 : U::offset;  // weights read as unsigned bytes w + bias
+
+    // iq4_nl's levels + 128 in every 128-bit lane; nibbles looked up there.
+    TACHYON_AVX512 static __m512i level_bytes(__m512i nibbles) {
+        const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values)));
+        return _mm512_shuffle_epi8(_mm512_xor_si512(table, _mm512_set1_epi8(static_cast<char>(0x80))), nibbles);
+    }
 
     // The 16 fp16 block scales from `first` on (every `step` bytes) as
     // floats; lanes `m` leaves out are 0.
@@ -438,7 +373,10 @@ struct q8_decode512 {
     TACHYON_AVX512 static __m512i weight_pair(const std::byte* row, int64_t b, bool two) {
         using block = typename U::block;
         const auto* blocks = reinterpret_cast<const block*>(row);
-        if constexpr (U::offset == 0) {
+        if constexpr (levels) {
+            // x is 0 past an odd last block, whatever level the fill picks
+            return level_bytes(nibble_pair(blocks[b].qs, two ? blocks[b + 1].qs : nullptr, 0));
+        } else if constexpr (U::offset == 0) {
             const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[b].qs));
             const __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blocks[b + 1].qs)) : _mm256_setzero_si256();
             return _mm512_xor_si512(pair_of(lo, hi), _mm512_set1_epi8(static_cast<char>(0x80)));
@@ -448,24 +386,25 @@ struct q8_decode512 {
         }
     }
 
-    // q4_0 only: the chunk's blocks [c0, c0 + n_c) four at a time, one
+    // q4_0 and iq4_nl: the chunk's blocks [c0, c0 + n_c) four at a time, one
     // register of quants per four blocks of a row instead of two. The four
     // blocks' 16-byte quants come out of two loads and one dword permute
     // (they sit 2 bytes into every other 4-byte group of the 72-byte run);
     // low nibbles and high nibbles take two dpbusd against the activations
     // rearranged to match, once per (row tile, chunk). Returns the blocks
-    // done; the rest (fewer than 4) take the pairs.
+    // done; the rest (fewer than 4) take the pairs. iq4_nl looks its nibbles
+    // up as levels + 128 (two shuffles per four blocks of a row).
     template <int RM, int RN>
     TACHYON_AVX512 static int64_t quads(const std::byte* const (&w)[RM], const std::byte* const (&x)[RN], int64_t c0, int64_t n_c,
                                         const float (&prod)[RM][RN][chunk], __m512 (&acc)[RM][RN]) {
-        static_assert(std::is_same_v<typename U::block, block_q4_0>);
+        static_assert(nibbles && sizeof(typename U::block) == sizeof(block_q4_0));
         constexpr int64_t n_quads_max = chunk / 4;
         const int64_t n_quads = n_c / 4;
         // Per token and quad: the low-nibble activations (elements 0-15 of
-        // each block), the high-nibble ones (16-31), and -8 * their sums
+        // each block), the high-nibble ones (16-31), and -bias * their sums
         // per 4-byte group, where every block's integer dot starts.
         __m512i x_lo[RN][n_quads_max], x_hi[RN][n_quads_max], x_off[RN][n_quads_max];
-        const __m512i eights = _mm512_set1_epi8(8);
+        const __m512i bias_bytes = _mm512_set1_epi8(static_cast<char>(bias));
         for (int j = 0; j < RN; ++j) {
             const auto* xb = reinterpret_cast<const block_q8_0*>(x[j]) + c0;
             for (int64_t q = 0; q < n_quads; ++q) {
@@ -474,7 +413,7 @@ struct q8_decode512 {
                 const __m512i a23 = pair_of(unpack_q8_0::quants(xq[2]), unpack_q8_0::quants(xq[3]));
                 x_lo[j][q] = _mm512_shuffle_i32x4(a01, a23, _MM_SHUFFLE(2, 0, 2, 0));
                 x_hi[j][q] = _mm512_shuffle_i32x4(a01, a23, _MM_SHUFFLE(3, 1, 3, 1));
-                const __m512i sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), eights, x_lo[j][q]), eights, x_hi[j][q]);
+                const __m512i sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), bias_bytes, x_lo[j][q]), bias_bytes, x_hi[j][q]);
                 x_off[j][q] = _mm512_sub_epi32(_mm512_setzero_si512(), sums);
             }
         }
@@ -492,8 +431,12 @@ struct q8_decode512 {
                 const __m512i v0 = _mm512_loadu_si512(run + 2);
                 const __m512i v1 = _mm512_loadu_si512(run + 8);
                 const __m512i packed = _mm512_permutex2var_epi32(v0, pick, v1);
-                const __m512i lo = _mm512_and_si512(packed, nibble);
-                const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+                __m512i lo = _mm512_and_si512(packed, nibble);
+                __m512i hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+                if constexpr (levels) {
+                    lo = level_bytes(lo);
+                    hi = level_bytes(hi);
+                }
 #pragma GCC unroll 16
                 for (int j = 0; j < RN; ++j) {
                     const __m512i d = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(x_off[j][q], lo, x_lo[j][q]), hi, x_hi[j][q]);
@@ -509,7 +452,6 @@ struct q8_decode512 {
     template <int RM, int RN>
     TACHYON_AVX512 static void run(const gemm_args& a, int64_t r, int64_t t) {
         using block = typename U::block;
-        constexpr int bias = U::offset == 0 ? 128 : U::offset;  // weights read as unsigned bytes w + bias
         const std::byte* w[RM];
         const std::byte* x[RN];
         for (int i = 0; i < RM; ++i) w[i] = a.w + (r + i) * a.w_row_bytes;
@@ -538,7 +480,7 @@ struct q8_decode512 {
                 }
             }
             int64_t p = 0;
-            if constexpr (U::offset != 0) p = quads(w, x, c0, n_c, prod, acc);
+            if constexpr (nibbles) p = quads(w, x, c0, n_c, prod, acc);
             for (; p < n_c; p += 2) {
                 const int64_t b = c0 + p;
                 const bool two = p + 1 < n_c;
@@ -553,7 +495,7 @@ struct q8_decode512 {
                 }
 #pragma GCC unroll 16
                 for (int i = 0; i < RM; ++i) {
-                    if constexpr (U::offset == 0) prefetch_l2(w[i] + b * sizeof(block), prefetch_distance(a, q8_prefetch_bytes));
+                    if constexpr (!nibbles) prefetch_l2(w[i] + b * sizeof(block), prefetch_distance(a, q8_prefetch_bytes));
                     const __m512i wq = weight_pair(w[i], b, two);
 #pragma GCC unroll 16
                     for (int j = 0; j < RN; ++j) {
@@ -574,51 +516,56 @@ struct q8_decode512 {
     }
 };
 
-// q4_0 and q8_0 batches of this many tokens and more take the rows-in-lanes
-// tiles of kernels_prompt.cpp (measured on Zen 5, one thread, 2816 x 1024
-// weights from DRAM, `tachyon bench matmul --type T --mib 64`, us per
-// matmul against q8_tile512: q4_0 4 tokens 80 against 121, 8 112 / 241, 32
-// 355 / 1290, 128 1195 / 4600; q8_0 4 tokens 112-122 / 130, 8 160 / 303,
-// 32 400 / 1222, 128 1260 / 3970; with 2 tokens both even).
-constexpr int64_t min_tokens_prompt = 4;
+// Batches of this many tokens and more take the rows-in-lanes tiles of
+// kernels_prompt.cpp. Measured on Zen 5 (one thread, 2816 x 1024 weights
+// from DRAM, `tachyon bench matmul --type T --mib 64`, us per matmul
+// against q8_tile512, since removed): q4_0 4 tokens 80 against 121, 8 112
+// / 241, 32 355 / 1290, 128 1195 / 4600; q8_0 4 tokens 112-122 / 130, 8
+// 160 / 303, 32 400 / 1222, 128 1260 / 3970; 2 tokens even. iq4_nl and the
+// q5 types laid out as bytes, q4_1 as nibbles, on a Xeon (Sapphire Rapids,
+// `tachyon bench matmul --type T --tokens 4,8,32,128 -t 1 --mib 64
+// --no-bandwidth`, against q8_tile512 for iq4_nl and q5_0, the AVX-VNNI
+// tiles for q4_1 and q5_1): iq4_nl 213 / 330, 289 / 652, 730 / 2988, 2500
+// / 11046; q5_0 284 / 403, 381 / 785, 803 / 3330, 2543 / 13547; q4_1 329 /
+// 476, 404 / 936, 924 / 3685, 2851 / 14489; q5_1 383 / 571, 431 / 1104,
+// 885 / 4781, 2804 / 17782. On the 220M model (dim 1024, 16 layers, ffn
+// 2816) with IQ4_NL weights, `tachyon bench decode -t 1 -p 512`: pp512
+// 180 -> 624 tokens/s, above its Q4_0 twin's 540 (AMX or these tiles).
+// From 3 tokens, not 4 (the Xeon only): at 3 the tiles took q4_0 137-148
+// us against q8_decode512's 286-299, iq4_nl 196 / 301, q5_0 304 / 440,
+// q4_1 306 / 395, q8_0 188 / 251; at 2 they were even (q4_1 292 / 258,
+// iq4_nl 208 / 231).
+constexpr int64_t min_tokens_prompt = 3;
 
-// Decode (up to 3 tokens) runs q8_decode512, more tokens the prompt tiles.
+// Decode (1 or 2 tokens) of q8_0, q4_0 and iq4_nl runs q8_decode512.
 // On AMD (measured on Zen 5, one token, one thread,
 // `tachyon bench matmul --tokens 1`) q8_decode512 lost to the AVX-VNNI
 // tiles in cache (2 MiB of weights: q8_0 29.5 against 48.2 GB/s, q4_0 18.0
 // against 33.7) and from DRAM (256 MiB: q8_0 16.0 against 39.0, q4_0 9.3
 // against 25.0), its scale gathers and 512-bit shuffles costing more there:
-// decode takes those tiles.
+// decode takes those tiles. iq4_nl looks its nibbles up as levels + 128,
+// two shuffles per four blocks of a row: on the Xeon, in cache (`bench
+// matmul --type iq4_nl --tokens 1,2 -t 1 --mib 2`, us) 2 tokens took 139
+// against the AVX-VNNI q8 tile's 197, but one token 100 against the
+// AVX-VNNI nibble_decode_tile's 96 (the shuffles share the one 512-bit
+// shuffle port with the permutes): one token takes that tile (IQ4_NL 220M
+// model, tg128 62-66 -> 67-73 tokens/s over four rounds; its Q4_0 twin
+// 71-75).
+// q5_0 and q5_1 one-token decode: nibble_decode_tile with the fifth bits
+// added under byte masks (measured on Zen 5, `tachyon bench matmul --tokens
+// 1 -t 1`: 2 MiB of weights in cache q5_0 1.16x, q5_1 1.07x the AVX-VNNI
+// tile with its shuffles and compares; from DRAM the same, about 17 and 21
+// GB/s). The rest of decode takes the AVX-VNNI tiles.
 template <class U, tensor_type T>
-void gemm_q8_by_tokens(const gemm_args& a, int64_t r0, int64_t r1) {
-    static_assert(T == tensor_type::q4_0 || T == tensor_type::q8_0);
-    if (a.n_tokens < min_tokens_prompt) {
-        if (cpu_is_amd()) return avx_vnni_kernels(T)->gemm(a, r0, r1);
-        return gemm<q8_decode512<U>>(a, r0, r1);
+void gemm_by_tokens(const gemm_args& a, int64_t r0, int64_t r1) {
+    if (a.n_tokens >= min_tokens_prompt) return prompt_gemm_avx512(T)(a, r0, r1);
+    if constexpr (T == tensor_type::q8_0 || T == tensor_type::q4_0 || T == tensor_type::iq4_nl) {
+        const bool vnni_tile = cpu_is_amd() || (T == tensor_type::iq4_nl && a.n_tokens == 1);
+        if (!vnni_tile) return gemm<q8_decode512<U>>(a, r0, r1);
+    } else if constexpr (T == tensor_type::q5_0 || T == tensor_type::q5_1) {
+        if (a.n_tokens == 1) return gemm<nibble_decode_tile<U>>(a, r0, r1);
     }
-    if constexpr (T == tensor_type::q4_0) gemm_q4_0_prompt_avx512(a, r0, r1);
-    else gemm_q8_0_prompt_avx512(a, r0, r1);
-}
-
-// q5_0 and q5_1 decode: nibble_decode_tile with the fifth bits added under
-// byte masks (measured on Zen 5, `tachyon bench matmul --tokens 1 -t 1`:
-// 2 MiB of weights in cache q5_0 1.16x, q5_1 1.07x the AVX-VNNI tile with
-// its shuffles and compares; from DRAM the same, about 17 and 21 GB/s).
-template <class U, tensor_type T>
-void gemm_q5_decode(const gemm_args& a, int64_t r0, int64_t r1) {
-    if (a.n_tokens == 1) return gemm<nibble_decode_tile<U>>(a, r0, r1);
     avx_vnni_kernels(T)->gemm(a, r0, r1);
-}
-
-// q5_0 and iq4_nl: prompts take q8_tile512 (measured on Zen 5, 64 tokens
-// against 2816 x 1024 weights, `tachyon bench matmul --tokens 64`: q5_0
-// 1.57x, iq4_nl 1.45x the AVX-VNNI tiles), decode the AVX-VNNI tiles.
-template <class U, tensor_type T>
-void gemm_q8_prompts(const gemm_args& a, int64_t r0, int64_t r1) {
-    if constexpr (std::is_same_v<U, unpack_q5_0>)
-        if (a.n_tokens == 1) return gemm_q5_decode<U, T>(a, r0, r1);
-    if (a.n_tokens < 4) return avx_vnni_kernels(T)->gemm(a, r0, r1);
-    gemm<q8_tile512<U>>(a, r0, r1);
 }
 
 }  // namespace
@@ -628,16 +575,18 @@ const type_kernels* avx512_kernels(tensor_type weight) {
     static const type_kernels f16{gemm_by_width<load16_f16, tensor_type::f16>, dot<float_tile512<load16_f16>>, nullptr};
     static const type_kernels bf16{gemm_by_width<load16_bf16, tensor_type::bf16>, dot<float_tile512<load16_bf16>>, nullptr};
     // Activations are quantized as under AVX2 (same q8_0 format).
-    static const type_kernels q8_0{gemm_q8_by_tokens<unpack_q8_0, tensor_type::q8_0>, avx_vnni_kernels(tensor_type::q8_0)->dot,
+    static const type_kernels q8_0{gemm_by_tokens<unpack_q8_0, tensor_type::q8_0>, avx_vnni_kernels(tensor_type::q8_0)->dot,
                                    avx2_kernels(tensor_type::q8_0)->quantize};
-    static const type_kernels q4_0{gemm_q8_by_tokens<unpack_q4_0, tensor_type::q4_0>, avx_vnni_kernels(tensor_type::q4_0)->dot,
+    static const type_kernels q4_0{gemm_by_tokens<unpack_q4_0, tensor_type::q4_0>, avx_vnni_kernels(tensor_type::q4_0)->dot,
                                    avx2_kernels(tensor_type::q4_0)->quantize};
-    static const type_kernels q5_0{gemm_q8_prompts<unpack_q5_0, tensor_type::q5_0>, avx_vnni_kernels(tensor_type::q5_0)->dot,
+    static const type_kernels q5_0{gemm_by_tokens<unpack_q5_0, tensor_type::q5_0>, avx_vnni_kernels(tensor_type::q5_0)->dot,
                                    avx2_kernels(tensor_type::q5_0)->quantize};
-    static const type_kernels iq4_nl{gemm_q8_prompts<unpack_iq4_nl, tensor_type::iq4_nl>, avx_vnni_kernels(tensor_type::iq4_nl)->dot,
+    static const type_kernels iq4_nl{gemm_by_tokens<unpack_iq4_nl, tensor_type::iq4_nl>, avx_vnni_kernels(tensor_type::iq4_nl)->dot,
                                      avx2_kernels(tensor_type::iq4_nl)->quantize};
-    static const type_kernels q5_1{gemm_q5_decode<unpack_q5_1, tensor_type::q5_1>, avx_vnni_kernels(tensor_type::q5_1)->dot,
+    static const type_kernels q5_1{gemm_by_tokens<unpack_q5_1, tensor_type::q5_1>, avx_vnni_kernels(tensor_type::q5_1)->dot,
                                    avx2_kernels(tensor_type::q5_1)->quantize};
+    static const type_kernels q4_1{gemm_by_tokens<unpack_q4_1, tensor_type::q4_1>, avx_vnni_kernels(tensor_type::q4_1)->dot,
+                                   avx2_kernels(tensor_type::q4_1)->quantize};
     switch (weight) {
         case tensor_type::f32: return &f32;
         case tensor_type::f16: return &f16;
@@ -646,6 +595,7 @@ const type_kernels* avx512_kernels(tensor_type weight) {
         case tensor_type::q4_0: return &q4_0;
         case tensor_type::q5_0: return &q5_0;
         case tensor_type::q5_1: return &q5_1;
+        case tensor_type::q4_1: return &q4_1;
         case tensor_type::iq4_nl: return &iq4_nl;
         default: {
             const type_kernels* k = avx512_kquant_kernels(weight);

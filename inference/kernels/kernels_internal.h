@@ -39,21 +39,23 @@ const type_kernels* avx2_kernels(tensor_type weight);
 const type_kernels* avx2_kquant_kernels(tensor_type weight, quantize_fn quantize_q8_k);
 // AVX2 plus AVX-VNNI: its own kernels of the 32-element block types, the AVX2 ones otherwise.
 const type_kernels* avx_vnni_kernels(tensor_type weight);
-// AVX-512: its own float-weight, q8_0 / q4_0 / q5_0 / q5_1 / iq4_nl and
-// k-quant kernels, the AVX-VNNI ones otherwise.
+// AVX-512: its own float-weight, q8_0 / q4_0 / q4_1 / q5_0 / q5_1 / iq4_nl
+// and k-quant kernels, the AVX-VNNI ones otherwise.
 const type_kernels* avx512_kernels(tensor_type weight);
 // The k-quants' AVX-512 kernels (kernels_avx512_kquants.cpp); nullptr for another type.
 const type_kernels* avx512_kquant_kernels(tensor_type weight);
 // AMX: its own q8_0 / q4_0 matmul for large batches, AVX-512 otherwise.
 const type_kernels* amx_kernels(tensor_type weight);
-// q4_0 and q8_0 prompts (kernels_prompt.cpp): rows [r0, r1) against
-// every token, 16 rows (AVX-512) or 8 (AVX2, AVX-VNNI; q4_0 only) at a time
-// in the vector lanes, each group laid out again into an L1 buffer once per
-// panel of tokens.
-void gemm_q4_0_prompt_avx512(const gemm_args& a, int64_t r0, int64_t r1);
-void gemm_q8_0_prompt_avx512(const gemm_args& a, int64_t r0, int64_t r1);
-void gemm_q4_0_prompt_avx2(const gemm_args& a, int64_t r0, int64_t r1);
-void gemm_q4_0_prompt_avx_vnni(const gemm_args& a, int64_t r0, int64_t r1);
+// Batches of the 32-element block types (kernels_prompt.cpp): rows [r0, r1)
+// against every token, 16 rows (AVX-512) or 8 (AVX2, AVX-VNNI) at a time in
+// the vector lanes, each group laid out again into an L1 buffer once per
+// panel of tokens. nullptr for a type the level has none for: AVX-512 q4_0,
+// q4_1, q5_0, q5_1, q8_0, iq4_nl; AVX-VNNI the same; AVX2 q4_0, q4_1, q5_0,
+// q5_1 (q8_0's and iq4_nl's bytes overflow maddubs).
+using gemm_fn = void (*)(const gemm_args& a, int64_t r0, int64_t r1);
+gemm_fn prompt_gemm_avx512(tensor_type weight);
+gemm_fn prompt_gemm_avx_vnni(tensor_type weight);
+gemm_fn prompt_gemm_avx2(tensor_type weight);
 // Asks Linux for the AMX tile state; true when granted.
 bool os_grants_amx();
 // True on AMD CPUs, whose AVX-512 decode of q8_0 / q4_0 lost to the 256-bit

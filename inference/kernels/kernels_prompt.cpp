@@ -1,25 +1,33 @@
-// q4_0 and q8_0 batches (batched decode and prompts, from 4 tokens per
-// matmul on) with the rows in the vector lanes: a group of 16 weight rows
-// (AVX-512; q4_0 and q8_0) or 8 (AVX2 and AVX-VNNI; q4_0) is laid out
-// again, once per group and panel of tokens, into a buffer that stays in
-// L1, block by block as [dwords of quants][rows] plus the rows' scales as
-// floats. A register then holds the same 4 bytes of every row of the group,
-// and one token's matching 4 activation bytes, broadcast, multiply into
-// every row's sum at once: a block costs each token 8 dpbusd (AVX2: 8
-// maddubs and their int16 sums), one conversion, one scale product and one
-// FMA for all the rows, with no horizontal sums. The tiles of q8_tile512
-// and q8_tile pay a conversion, a scale product and an FMA per (row, token,
-// block pair), and rebuild each token's activations for every group of 4
-// rows. The 32-bit broadcasts need no shuffles, and the layout pass asks
-// for the next group's rows ahead, so from DRAM too the tiles beat the row
-// tiles (the thresholds in kernels_avx512.cpp, kernels_avx_vnni.cpp and
-// kernels_avx2.cpp say by how much).
+// Batches (batched decode and prompts, from 3 tokens per matmul on) of the
+// 32-element block types with the rows in the vector lanes: a group of 16
+// weight rows (AVX-512) or 8 (AVX2 and AVX-VNNI) is laid out again, once
+// per group and panel of tokens, into a buffer that stays in L1 (or L2, for
+// the longest rows), block by block as [dwords of quants][rows] plus the
+// rows' scales as floats. A register then holds the same 4 bytes of every
+// row of the group, and one token's matching 4 activation bytes, broadcast,
+// multiply into every row's sum at once: a block costs each token 8 dpbusd
+// (AVX2: 8 maddubs and their int16 sums), one conversion, one scale product
+// and one FMA for all the rows, with no horizontal sums. The row tiles
+// (q8_tile, and the q8_tile512 these replaced) pay a conversion, a scale
+// product and an FMA per (row, token, block pair), and rebuild each token's
+// activations for every group of 4 rows. The 32-bit broadcasts need no shuffles, and the layout
+// pass asks for the next group's rows ahead, so from DRAM too the tiles
+// beat the row tiles (the thresholds in kernels_avx512.cpp,
+// kernels_avx_vnni.cpp and kernels_avx2.cpp say by how much).
 //
-// Weights are stored q + offset (q4_0: 8, q8_0: 128) and read as unsigned
-// bytes, so a block's integer dot starts at -offset * (the sum of its
-// activations), computed once per token and block before the tiles run.
-// Every lane (row) sums its blocks in order whatever the grouping, so
-// threads splitting the rows anywhere give the same numbers.
+// q4_0 and q4_1 keep their nibbles (4 dwords a block, unpacked by the tile
+// once for all its tokens: q4_0 laid out as bytes measured 274 / 348 us
+// against 200 / 269 at 4 / 8 tokens on the Xeon, 2816 x 1024 weights, and
+// no faster at 128, the layout pass writing twice the bytes); q8_0, iq4_nl, q5_0 and q5_1 are laid out as 8
+// dwords of unsigned bytes: q8_0 and iq4_nl (whose levels, -127..113, are
+// looked up by the layout pass) as value + 128, q5_0 / q5_1 as their 5-bit
+// quants. Weights stored q + offset (q4_0: 8, q5_0: 16, q8_0 / iq4_nl: 128)
+// give a block's integer dot that starts at -offset * (the sum of its
+// activations), computed once per token and block before the tiles run;
+// q4_1 and q5_1 (q8_1 activations) start at 0 and add their min times the
+// activations' block sum, m * s, per block. Every lane (row) sums its
+// blocks in order whatever the grouping, so threads splitting the rows
+// anywhere give the same numbers.
 // GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge
 // operand, which -Wuninitialized reports once inlined (GCC bug 105593).
 #if defined(__GNUC__) && !defined(__clang__)
@@ -29,6 +37,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -48,29 +57,84 @@ namespace {
 // three for a prompt of 512, the layout took 6 % of it on the 220M model).
 constexpr int64_t prompt_panel_bytes = int64_t{1} << 20;
 
-// One block of R rows: quants[m][i] holds bytes 4m..4m+3 of row i's quants,
-// d[i] row i's scale. q4_0 has 4 dwords of nibbles (elements 4m..4m+3 in the
-// low nibbles, 16+4m..16+4m+3 in the high ones), q8_0 8 dwords of bytes,
-// stored q + 128.
-template <int R, int DW = 4>
+// How the tiles read a weight type: `nibbles` keeps the block's 16 bytes of
+// nibbles (elements 4m..4m+3 in the low nibbles of dword m, 16+4m..16+4m+3
+// in the high ones), else 8 dwords of bytes; stored q + offset; `min` adds
+// m * s per block (q8_1 activations, act).
+template <class B>
+struct prompt_type;
+template <>
+struct prompt_type<block_q4_0> {
+    static constexpr bool nibbles = true, min = false;
+    static constexpr int offset = 8;
+    using act = block_q8_0;
+};
+template <>
+struct prompt_type<block_q4_1> {
+    static constexpr bool nibbles = true, min = true;
+    static constexpr int offset = 0;
+    using act = block_q8_1;
+};
+template <>
+struct prompt_type<block_q8_0> {
+    static constexpr bool nibbles = false, min = false;
+    static constexpr int offset = 128;
+    using act = block_q8_0;
+};
+template <>
+struct prompt_type<block_iq4_nl> {
+    static constexpr bool nibbles = false, min = false;
+    static constexpr int offset = 128;
+    using act = block_q8_0;
+};
+template <>
+struct prompt_type<block_q5_0> {
+    static constexpr bool nibbles = false, min = false;
+    static constexpr int offset = 16;
+    using act = block_q8_0;
+};
+template <>
+struct prompt_type<block_q5_1> {
+    static constexpr bool nibbles = false, min = true;
+    static constexpr int offset = 0;
+    using act = block_q8_1;
+};
+
+// One block of R rows: quants[m][i] holds bytes 4m..4m+3 of row i's quants
+// (DW = 4 dwords of nibbles or 8 of bytes), d[i] row i's scale.
+template <int R, int DW>
 struct alignas(R * 4) block_rows {
     uint32_t quants[DW][R];
     float d[R];
 };
+// The same with row i's min m[i] (q4_1, q5_1).
+template <int R, int DW>
+struct alignas(R * 4) block_rows_min : block_rows<R, DW> {
+    float m[R];
+};
+
+template <class B, int R>
+using rows_of = std::conditional_t<prompt_type<B>::min, block_rows_min<R, prompt_type<B>::nibbles ? 4 : 8>,
+                                   block_rows<R, prompt_type<B>::nibbles ? 4 : 8>>;
 
 // Per block and token of the activations: the scale and -offset * the sum
-// of the quants (where the integer dot of weights stored q + offset starts).
+// of the quants (where the integer dot of weights stored q + offset starts);
+// with q8_1 activations the block's fp16 sum s instead (the start is 0).
 // Block major, so that a tile reaches its tokens' values from one pointer.
 struct act_sums {
     std::vector<float> d;        // [nb, n_tokens]
     std::vector<int32_t> start;  // [nb, n_tokens]
+    std::vector<float> s;        // [nb, n_tokens], q8_1 only
 };
 
+template <class XB>
 TACHYON_PROMPT_AVX2 void sum_activations(const gemm_args& a, int64_t nb, int offset, act_sums& s) {
+    constexpr bool q8_1 = std::is_same_v<XB, block_q8_1>;
     const size_t n = static_cast<size_t>(a.n_tokens * nb);
     if (s.d.size() < n) {
         s.d.resize(n);
         s.start.resize(n);
+        if (q8_1) s.s.resize(n);
     }
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
     // 16 tokens at a time, so that each block's values fill a line of the
@@ -81,14 +145,19 @@ TACHYON_PROMPT_AVX2 void sum_activations(const gemm_args& a, int64_t nb, int off
         const int64_t t1 = std::min(a.n_tokens, t0 + chunk);
         for (int64_t b = 0; b < nb; ++b) {
             for (int64_t t = t0; t < t1; ++t) {
-                const block_q8_0& x = reinterpret_cast<const block_q8_0*>(a.x + t * a.x_row_bytes)[b];
-                // sum of signed bytes = sum of (byte + 128) - 32 * 128, in four sad sums of 8
-                const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs)), flip);
-                const __m256i sad = _mm256_sad_epu8(q, _mm256_setzero_si256());
-                const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
-                const int sum = static_cast<int>(_mm_cvtsi128_si64(_mm_add_epi64(h, _mm_unpackhi_epi64(h, h)))) - 32 * 128;
+                const XB& x = reinterpret_cast<const XB*>(a.x + t * a.x_row_bytes)[b];
                 s.d[b * a.n_tokens + t] = _cvtsh_ss(x.d);
-                s.start[b * a.n_tokens + t] = -offset * sum;
+                if constexpr (q8_1) {
+                    s.s[b * a.n_tokens + t] = _cvtsh_ss(x.s);
+                    s.start[b * a.n_tokens + t] = 0;
+                } else {
+                    // sum of signed bytes = sum of (byte + 128) - 32 * 128, in four sad sums of 8
+                    const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs)), flip);
+                    const __m256i sad = _mm256_sad_epu8(q, _mm256_setzero_si256());
+                    const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
+                    const int sum = static_cast<int>(_mm_cvtsi128_si64(_mm_add_epi64(h, _mm_unpackhi_epi64(h, h)))) - 32 * 128;
+                    s.start[b * a.n_tokens + t] = -offset * sum;
+                }
             }
         }
     }
@@ -105,25 +174,71 @@ inline uint32_t load_u32(const void* p) {
     return v;
 }
 
+// q5_0 and q5_1 keep their fifth bits in qh.
+template <class B>
+constexpr bool has_fifth_bits = requires(const B& blk) { blk.qh; };
+
+// Where each of R rows' qh of block 0 lies from row[0]'s (lanes past n
+// repeat row 0), for the gathers of the q5 layouts.
+template <int R>
+inline void qh_offsets(const gemm_args& a, int n, size_t qh_offset, int32_t (&out)[R]) {
+    for (int i = 0; i < R; ++i) out[i] = static_cast<int32_t>((i < n ? i : 0) * a.w_row_bytes + qh_offset);
+}
+
 // ---- AVX-512: 16 rows per register -------------------------------------------
 
-// The AVX-512 tiles' weight types: q4_0 (4 dwords of nibbles, stored q + 8)
-// and q8_0 (8 dwords of bytes, stored q + 128).
+// Half h (elements 16h..16h+15) of block b of rows k, 4 + k, 8 + k, 12 + k
+// as stored bytes, row 4L + k in 128-bit lane L (for nibbles: the 16 bytes
+// as they are, h = 0).
 template <class B>
-struct lanes16 {
-    static constexpr bool nibbles = std::is_same_v<B, block_q4_0>;
-    static constexpr int dw = nibbles ? 4 : 8;
-    static constexpr int offset = nibbles ? 8 : 128;
-    using rows = block_rows<16, dw>;
-};
+TACHYON_PROMPT_AVX512 inline __m512i quants16(const B* const (&row)[16], int64_t b, int k, int h) {
+    constexpr bool bytes_in_place = std::is_same_v<B, block_q8_0>;
+    const auto q = [&](int i) { return reinterpret_cast<const __m128i*>(row[i][b].qs + (bytes_in_place ? 16 * h : 0)); };
+    __m512i z = _mm512_castsi128_si512(_mm_loadu_si128(q(k)));
+    z = _mm512_inserti32x4(z, _mm_loadu_si128(q(4 + k)), 1);
+    z = _mm512_inserti32x4(z, _mm_loadu_si128(q(8 + k)), 2);
+    z = _mm512_inserti32x4(z, _mm_loadu_si128(q(12 + k)), 3);
+    const __m512i n = _mm512_and_si512(h == 0 ? z : _mm512_srli_epi16(z, 4), _mm512_set1_epi8(0x0f));
+    if constexpr (prompt_type<B>::nibbles) {
+        return z;
+    } else if constexpr (bytes_in_place) {
+        return _mm512_xor_si512(z, _mm512_set1_epi8(static_cast<char>(0x80)));
+    } else if constexpr (std::is_same_v<B, block_iq4_nl>) {
+        // the levels + 128 as unsigned bytes, in every lane
+        const __m512i levels = _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values))),
+                                                _mm512_set1_epi8(static_cast<char>(0x80)));
+        return _mm512_shuffle_epi8(levels, n);
+    } else {
+        return n;  // q5_0 / q5_1: fifth_bits16 adds the fifth bits after the transpose
+    }
+}
+
+// q5_0 / q5_1: the fifth bits of elements 4m..4m+3 (bits 4m..4m+3 of qh,
+// dword i: row i's) as 16 in each of dword i's bytes. One multiply spreads
+// the 4 bits to bits 4, 12, 20 and 28 (x * (2^4 + 2^11 + 2^18 + 2^25): the
+// four shifted copies of x do not overlap), for 16 rows from one gather of
+// their qh words. At 4 tokens the layout pass is most of a q5 matmul (72 %
+// on the Xeon, 2816 x 1024 weights in cache), as it is of q4_0's (56 %):
+// it is where the weights stream in.
+TACHYON_PROMPT_AVX512 inline __m512i fifth_bits16(__m512i qh, int m) {
+    const __m512i x = _mm512_and_si512(_mm512_srli_epi32(qh, static_cast<unsigned>(4 * m)), _mm512_set1_epi32(0xf));
+    return _mm512_and_si512(_mm512_mullo_epi32(x, _mm512_set1_epi32(0x02040810)), _mm512_set1_epi32(0x10101010));
+}
 
 // Rows r.. r + n - 1 (n <= 16) laid out as blocks of 16 rows; lanes past n
 // repeat row r (their sums are never stored).
 template <class B>
-TACHYON_PROMPT_AVX512 void lay_out16(const gemm_args& a, int64_t r, int n, int64_t nb, typename lanes16<B>::rows* out) {
+TACHYON_PROMPT_AVX512 void lay_out16(const gemm_args& a, int64_t r, int n, int64_t nb, rows_of<B, 16>* out) {
+    constexpr int dw = prompt_type<B>::nibbles ? 4 : 8;
     const B* row[16];
     for (int i = 0; i < 16; ++i) row[i] = reinterpret_cast<const B*>(a.w + (r + (i < n ? i : 0)) * a.w_row_bytes);
     const int64_t next = 16 * static_cast<int64_t>(a.w_row_bytes);
+    [[maybe_unused]] __m512i qh_at;  // q5: where each row's qh lies from row[0]'s
+    if constexpr (has_fifth_bits<B>) {
+        alignas(64) int32_t o[16];
+        qh_offsets(a, n, offsetof(B, qh), o);
+        qh_at = _mm512_load_si512(o);
+    }
     int64_t fetched = 0;  // bytes of each row asked for
     for (int64_t b = 0; b < nb; ++b) {
         // the next group's rows into L2 while this one's tiles run, a line
@@ -135,49 +250,51 @@ TACHYON_PROMPT_AVX512 void lay_out16(const gemm_args& a, int64_t r, int n, int64
         // 16 bytes of quants at a time: v[k]'s 128-bit lane L holds those of
         // row 4L + k; the 4 x 4 dword transposes within each lane give
         // quants[m] for all 16 rows.
-        const __m512i flip = _mm512_set1_epi8(static_cast<char>(lanes16<B>::nibbles ? 0 : 0x80));
-        for (int h = 0; h < lanes16<B>::dw / 4; ++h) {
+        for (int h = 0; h < dw / 4; ++h) {
             __m512i v[4];
-            for (int k = 0; k < 4; ++k) {
-                const auto q = [&](int i) { return reinterpret_cast<const __m128i*>(row[i][b].qs + 16 * h); };
-                __m512i z = _mm512_castsi128_si512(_mm_loadu_si128(q(k)));
-                z = _mm512_inserti32x4(z, _mm_loadu_si128(q(4 + k)), 1);
-                z = _mm512_inserti32x4(z, _mm_loadu_si128(q(8 + k)), 2);
-                v[k] = _mm512_xor_si512(_mm512_inserti32x4(z, _mm_loadu_si128(q(12 + k)), 3), flip);
-            }
+            for (int k = 0; k < 4; ++k) v[k] = quants16(row, b, k, h);
             const __m512i t0 = _mm512_unpacklo_epi32(v[0], v[1]), t1 = _mm512_unpackhi_epi32(v[0], v[1]);
             const __m512i t2 = _mm512_unpacklo_epi32(v[2], v[3]), t3 = _mm512_unpackhi_epi32(v[2], v[3]);
-            _mm512_store_si512(out[b].quants[4 * h + 0], _mm512_unpacklo_epi64(t0, t2));
-            _mm512_store_si512(out[b].quants[4 * h + 1], _mm512_unpackhi_epi64(t0, t2));
-            _mm512_store_si512(out[b].quants[4 * h + 2], _mm512_unpacklo_epi64(t1, t3));
-            _mm512_store_si512(out[b].quants[4 * h + 3], _mm512_unpackhi_epi64(t1, t3));
+            __m512i q[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2), _mm512_unpacklo_epi64(t1, t3),
+                            _mm512_unpackhi_epi64(t1, t3)};
+            if constexpr (has_fifth_bits<B>) {
+                const __m512i qh = _mm512_i32gather_epi32(qh_at, static_cast<const void*>(row[0] + b), 1);
+                for (int c = 0; c < 4; ++c) q[c] = _mm512_or_si512(q[c], fifth_bits16(qh, 4 * h + c));
+            }
+            for (int c = 0; c < 4; ++c) _mm512_store_si512(out[b].quants[4 * h + c], q[c]);
         }
         alignas(32) uint16_t d[16];
         for (int i = 0; i < 16; ++i) d[i] = row[i][b].d;
         _mm512_store_ps(out[b].d, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d))));
+        if constexpr (prompt_type<B>::min) {
+            for (int i = 0; i < 16; ++i) d[i] = row[i][b].m;
+            _mm512_store_ps(out[b].m, _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d))));
+        }
     }
 }
 
 // Tokens t.. t + NT - 1 against the 16 rows laid out at w; lanes outside
 // `keep` are not stored.
 template <class B, int NT>
-TACHYON_PROMPT_AVX512 void tokens16(const gemm_args& a, const typename lanes16<B>::rows* w, int64_t nb, const act_sums& s, int64_t r,
-                                 int64_t t, __mmask16 keep) {
-    const int8_t* xq[NT];  // token j's quants of block 0; block b is 34 b bytes on
-    for (int j = 0; j < NT; ++j) xq[j] = reinterpret_cast<const block_q8_0*>(a.x + (t + j) * a.x_row_bytes)->qs;
-    const float* dx = s.d.data() + t;             // block b, token j: dx[b * n_tokens + j]
+TACHYON_PROMPT_AVX512 void tokens16(const gemm_args& a, const rows_of<B, 16>* w, int64_t nb, const act_sums& s, int64_t r, int64_t t,
+                                    __mmask16 keep) {
+    using xblock = typename prompt_type<B>::act;
+    const int8_t* xq[NT];  // token j's quants of block 0; block b is b * sizeof(xblock) bytes on
+    for (int j = 0; j < NT; ++j) xq[j] = reinterpret_cast<const xblock*>(a.x + (t + j) * a.x_row_bytes)->qs;
+    const float* dx = s.d.data() + t;  // block b, token j: dx[b * n_tokens + j]
     const int32_t* start = s.start.data() + t;
+    const float* sx = prompt_type<B>::min ? s.s.data() + t : nullptr;
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     __m512 acc[NT];
 #pragma GCC unroll 16
     for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         const auto& blk = w[b];
-        const size_t xo = static_cast<size_t>(b) * sizeof(block_q8_0);
+        const size_t xo = static_cast<size_t>(b) * sizeof(xblock);
         __m512i sum[NT];
 #pragma GCC unroll 16
         for (int j = 0; j < NT; ++j) sum[j] = _mm512_set1_epi32(start[b * a.n_tokens + j]);
-        if constexpr (lanes16<B>::nibbles) {
+        if constexpr (prompt_type<B>::nibbles) {
 #pragma GCC unroll 4
             for (int m = 0; m < 4; ++m) {
                 const __m512i v = _mm512_load_si512(blk.quants[m]);
@@ -202,6 +319,11 @@ TACHYON_PROMPT_AVX512 void tokens16(const gemm_args& a, const typename lanes16<B
 #pragma GCC unroll 16
         for (int j = 0; j < NT; ++j)
             acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(dw, _mm512_set1_ps(dx[b * a.n_tokens + j])), acc[j]);
+        if constexpr (prompt_type<B>::min) {
+            const __m512 mw = _mm512_load_ps(blk.m);
+#pragma GCC unroll 16
+            for (int j = 0; j < NT; ++j) acc[j] = _mm512_fmadd_ps(mw, _mm512_set1_ps(sx[b * a.n_tokens + j]), acc[j]);
+        }
     }
 #pragma GCC unroll 16
     for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
@@ -210,8 +332,8 @@ TACHYON_PROMPT_AVX512 void tokens16(const gemm_args& a, const typename lanes16<B
 constexpr int nt16 = 8;  // tokens per AVX-512 tile: 8 int and 8 float sums, 16 of the 32 registers
 
 template <class B, int NT = nt16 - 1>
-TACHYON_PROMPT_AVX512 void tail16(const gemm_args& a, const typename lanes16<B>::rows* w, int64_t nb, const act_sums& s, int64_t r,
-                               int64_t t, __mmask16 keep, int64_t n) {
+TACHYON_PROMPT_AVX512 void tail16(const gemm_args& a, const rows_of<B, 16>* w, int64_t nb, const act_sums& s, int64_t r, int64_t t,
+                                  __mmask16 keep, int64_t n) {
     if constexpr (NT >= 1) {
         if (n == NT) return tokens16<B, NT>(a, w, nb, s, r, t, keep);
         tail16<B, NT - 1>(a, w, nb, s, r, t, keep, n);
@@ -220,74 +342,144 @@ TACHYON_PROMPT_AVX512 void tail16(const gemm_args& a, const typename lanes16<B>:
 
 // ---- AVX2: 8 rows per register ------------------------------------------------
 
-using rows8 = block_rows<8>;
+// fifth_bits16 for 8 rows.
+TACHYON_PROMPT_AVX2 inline __m256i fifth_bits8(__m256i qh, int m) {
+    const __m256i x = _mm256_and_si256(_mm256_srli_epi32(qh, 4 * m), _mm256_set1_epi32(0xf));
+    return _mm256_and_si256(_mm256_mullo_epi32(x, _mm256_set1_epi32(0x02040810)), _mm256_set1_epi32(0x10101010));
+}
 
-TACHYON_PROMPT_AVX2 void lay_out8(const gemm_args& a, int64_t r, int n, int64_t nb, rows8* out) {
-    const block_q4_0* row[8];
-    for (int i = 0; i < 8; ++i) row[i] = reinterpret_cast<const block_q4_0*>(a.w + (r + (i < n ? i : 0)) * a.w_row_bytes);
-    const int64_t next = 8 * static_cast<int64_t>(a.w_row_bytes);
-    int64_t fetched = 0;
-    for (int64_t b = 0; b < nb; ++b) {
-        if (static_cast<int64_t>((b + 1) * sizeof(block_q4_0)) > fetched) {
-            for (int i = 0; i < 8; ++i) prefetch_l2(reinterpret_cast<const char*>(row[i]) + fetched, next);
-            fetched += 64;
-        }
-        __m256i v[4];  // lane L: the quants of row 4L + k
-        for (int k = 0; k < 4; ++k)
-            v[k] = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(row[4 + k][b].qs), reinterpret_cast<const __m128i*>(row[k][b].qs));
-        const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
-        const __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(out[b].quants[0]), _mm256_unpacklo_epi64(t0, t2));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(out[b].quants[1]), _mm256_unpackhi_epi64(t0, t2));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(out[b].quants[2]), _mm256_unpacklo_epi64(t1, t3));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(out[b].quants[3]), _mm256_unpackhi_epi64(t1, t3));
-        alignas(16) uint16_t d[8];
-        for (int i = 0; i < 8; ++i) d[i] = row[i][b].d;
-        _mm256_store_ps(out[b].d, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d))));
+// Half h of block b of rows k and 4 + k as stored bytes, row 4L + k in
+// 128-bit lane L (nibbles: the 16 bytes as they are). q8_0's and iq4_nl's
+// bytes (value + 128) do not fit maddubs and take the AVX-VNNI tiles only.
+template <class B>
+TACHYON_PROMPT_AVX2 inline __m256i quants8(const B* const (&row)[8], int64_t b, int k, int h) {
+    constexpr bool bytes_in_place = std::is_same_v<B, block_q8_0>;
+    const int o = bytes_in_place ? 16 * h : 0;
+    const __m256i z = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(row[4 + k][b].qs + o), reinterpret_cast<const __m128i*>(row[k][b].qs + o));
+    const __m256i n = _mm256_and_si256(h == 0 ? z : _mm256_srli_epi16(z, 4), _mm256_set1_epi8(0x0f));
+    if constexpr (prompt_type<B>::nibbles) {
+        return z;
+    } else if constexpr (bytes_in_place) {
+        return _mm256_xor_si256(z, _mm256_set1_epi8(static_cast<char>(0x80)));
+    } else if constexpr (std::is_same_v<B, block_iq4_nl>) {
+        const __m256i levels = _mm256_xor_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values))),
+                                                _mm256_set1_epi8(static_cast<char>(0x80)));
+        return _mm256_shuffle_epi8(levels, n);
+    } else {
+        return n;  // q5_0 / q5_1: fifth_bits8 adds the fifth bits after the transpose
     }
 }
 
-// Tokens t.. t + NT - 1 against the 8 rows laid out at w. maddubs pairs
-// stay within 2 * 15 * 128, the 16 products of a block in an int16 lane
-// within 30720, so a block's pairs add up in int16 before one madd widens
-// them; lanes outside `keep` are not stored.
-template <int NT>
-TACHYON_PROMPT_AVX2 void tokens8(const gemm_args& a, const rows8* w, int64_t nb, const act_sums& s, int64_t r, int64_t t,
-                              __m256i keep) {
+template <class B>
+TACHYON_PROMPT_AVX2 void lay_out8(const gemm_args& a, int64_t r, int n, int64_t nb, rows_of<B, 8>* out) {
+    constexpr int dw = prompt_type<B>::nibbles ? 4 : 8;
+    const B* row[8];
+    for (int i = 0; i < 8; ++i) row[i] = reinterpret_cast<const B*>(a.w + (r + (i < n ? i : 0)) * a.w_row_bytes);
+    const int64_t next = 8 * static_cast<int64_t>(a.w_row_bytes);
+    [[maybe_unused]] __m256i qh_at;
+    if constexpr (has_fifth_bits<B>) {
+        alignas(32) int32_t o[8];
+        qh_offsets(a, n, offsetof(B, qh), o);
+        qh_at = _mm256_load_si256(reinterpret_cast<const __m256i*>(o));
+    }
+    int64_t fetched = 0;
+    for (int64_t b = 0; b < nb; ++b) {
+        if (static_cast<int64_t>((b + 1) * sizeof(B)) > fetched) {
+            for (int i = 0; i < 8; ++i) prefetch_l2(reinterpret_cast<const char*>(row[i]) + fetched, next);
+            fetched += 64;
+        }
+        for (int h = 0; h < dw / 4; ++h) {
+            __m256i v[4];  // lane L: the quants of row 4L + k
+            for (int k = 0; k < 4; ++k) v[k] = quants8(row, b, k, h);
+            const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
+            const __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
+            __m256i q[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2), _mm256_unpacklo_epi64(t1, t3),
+                            _mm256_unpackhi_epi64(t1, t3)};
+            if constexpr (has_fifth_bits<B>) {
+                const __m256i qh = _mm256_i32gather_epi32(reinterpret_cast<const int*>(row[0] + b), qh_at, 1);
+                for (int c = 0; c < 4; ++c) q[c] = _mm256_or_si256(q[c], fifth_bits8(qh, 4 * h + c));
+            }
+            for (int c = 0; c < 4; ++c) _mm256_store_si256(reinterpret_cast<__m256i*>(out[b].quants[4 * h + c]), q[c]);
+        }
+        alignas(16) uint16_t d[8];
+        for (int i = 0; i < 8; ++i) d[i] = row[i][b].d;
+        _mm256_store_ps(out[b].d, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d))));
+        if constexpr (prompt_type<B>::min) {
+            for (int i = 0; i < 8; ++i) d[i] = row[i][b].m;
+            _mm256_store_ps(out[b].m, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d))));
+        }
+    }
+}
+
+// Tokens t.. t + NT - 1 against the 8 rows laid out at w; lanes outside
+// `keep` are not stored. Nibbles: maddubs pairs stay within 2 * 15 * 128,
+// the 16 products of a block in an int16 lane within 30720, so a block's
+// pairs add up in int16 before one madd widens them. q5 bytes: pairs stay
+// within 2 * 31 * 128, half a block's 8 products within 31744, so each half
+// adds up in int16 and takes a madd.
+template <class B, int NT>
+TACHYON_PROMPT_AVX2 void tokens8(const gemm_args& a, const rows_of<B, 8>* w, int64_t nb, const act_sums& s, int64_t r, int64_t t,
+                                 __m256i keep) {
+    static_assert(!std::is_same_v<B, block_iq4_nl> && !std::is_same_v<B, block_q8_0>);
+    using xblock = typename prompt_type<B>::act;
     const int8_t* xq[NT];
-    for (int j = 0; j < NT; ++j) xq[j] = reinterpret_cast<const block_q8_0*>(a.x + (t + j) * a.x_row_bytes)->qs;
+    for (int j = 0; j < NT; ++j) xq[j] = reinterpret_cast<const xblock*>(a.x + (t + j) * a.x_row_bytes)->qs;
     const float* dx = s.d.data() + t;
     const int32_t* start = s.start.data() + t;
+    const float* sx = prompt_type<B>::min ? s.s.data() + t : nullptr;
     const __m256i low4 = _mm256_set1_epi8(0x0f);
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[NT];
 #pragma GCC unroll 16
     for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        const rows8& blk = w[b];
-        const size_t xo = static_cast<size_t>(b) * sizeof(block_q8_0);
+        const auto& blk = w[b];
+        const size_t xo = static_cast<size_t>(b) * sizeof(xblock);
         __m256i sum[NT];
+        if constexpr (prompt_type<B>::nibbles) {
 #pragma GCC unroll 4
-        for (int m = 0; m < 4; ++m) {
-            const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk.quants[m]));
-            const __m256i lo = _mm256_and_si256(v, low4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+            for (int m = 0; m < 4; ++m) {
+                const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk.quants[m]));
+                const __m256i lo = _mm256_and_si256(v, low4);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
 #pragma GCC unroll 16
-            for (int j = 0; j < NT; ++j) {
-                const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m)));
-                const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 16 + 4 * m)));
-                const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
-                sum[j] = m == 0 ? p : _mm256_add_epi16(sum[j], p);
-                // keeps the sums a chain: reassociated into a tree, GCC
-                // held every product of the block live and spilled them
-                __asm__("" : "+x"(sum[j]));
+                for (int j = 0; j < NT; ++j) {
+                    const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m)));
+                    const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 16 + 4 * m)));
+                    const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
+                    sum[j] = m == 0 ? p : _mm256_add_epi16(sum[j], p);
+                    // keeps the sums a chain: reassociated into a tree, GCC
+                    // held every product of the block live and spilled them
+                    __asm__("" : "+x"(sum[j]));
+                }
+            }
+#pragma GCC unroll 16
+            for (int j = 0; j < NT; ++j) sum[j] = _mm256_madd_epi16(sum[j], ones);
+        } else {
+            __m256i half[NT];
+#pragma GCC unroll 8
+            for (int m = 0; m < 8; ++m) {
+                const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk.quants[m]));
+#pragma GCC unroll 16
+                for (int j = 0; j < NT; ++j) {
+                    const __m256i p = _mm256_maddubs_epi16(v, _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m))));
+                    half[j] = m % 4 == 0 ? p : _mm256_add_epi16(half[j], p);
+                    __asm__("" : "+x"(half[j]));
+                    if (m == 3) sum[j] = _mm256_madd_epi16(half[j], ones);
+                    if (m == 7) sum[j] = _mm256_add_epi32(sum[j], _mm256_madd_epi16(half[j], ones));
+                }
             }
         }
         const __m256 dw = _mm256_load_ps(blk.d);
 #pragma GCC unroll 16
         for (int j = 0; j < NT; ++j) {
-            const __m256i d = _mm256_add_epi32(_mm256_madd_epi16(sum[j], ones), _mm256_set1_epi32(start[b * a.n_tokens + j]));
+            const __m256i d = _mm256_add_epi32(sum[j], _mm256_set1_epi32(start[b * a.n_tokens + j]));
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_mul_ps(dw, _mm256_set1_ps(dx[b * a.n_tokens + j])), acc[j]);
+        }
+        if constexpr (prompt_type<B>::min) {
+            const __m256 mw = _mm256_load_ps(blk.m);
+#pragma GCC unroll 16
+            for (int j = 0; j < NT; ++j) acc[j] = _mm256_fmadd_ps(mw, _mm256_set1_ps(sx[b * a.n_tokens + j]), acc[j]);
         }
     }
 #pragma GCC unroll 16
@@ -295,39 +487,57 @@ TACHYON_PROMPT_AVX2 void tokens8(const gemm_args& a, const rows8* w, int64_t nb,
 }
 
 // The same with AVX-VNNI: each 4-byte product sum accumulates into the
-// block's int32 sums by one dpbusd, which starts at -8 * the activations' sum.
-template <int NT>
-TACHYON_PROMPT_AVX_VNNI void tokens8_vnni(const gemm_args& a, const rows8* w, int64_t nb, const act_sums& s, int64_t r, int64_t t,
+// block's int32 sums by one dpbusd, which starts at -offset * the
+// activations' sum.
+template <class B, int NT>
+TACHYON_PROMPT_AVX_VNNI void tokens8_vnni(const gemm_args& a, const rows_of<B, 8>* w, int64_t nb, const act_sums& s, int64_t r, int64_t t,
                                           __m256i keep) {
+    using xblock = typename prompt_type<B>::act;
     const int8_t* xq[NT];
-    for (int j = 0; j < NT; ++j) xq[j] = reinterpret_cast<const block_q8_0*>(a.x + (t + j) * a.x_row_bytes)->qs;
+    for (int j = 0; j < NT; ++j) xq[j] = reinterpret_cast<const xblock*>(a.x + (t + j) * a.x_row_bytes)->qs;
     const float* dx = s.d.data() + t;
     const int32_t* start = s.start.data() + t;
+    const float* sx = prompt_type<B>::min ? s.s.data() + t : nullptr;
     const __m256i low4 = _mm256_set1_epi8(0x0f);
     __m256 acc[NT];
 #pragma GCC unroll 16
     for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        const rows8& blk = w[b];
-        const size_t xo = static_cast<size_t>(b) * sizeof(block_q8_0);
+        const auto& blk = w[b];
+        const size_t xo = static_cast<size_t>(b) * sizeof(xblock);
         __m256i sum[NT];
 #pragma GCC unroll 16
         for (int j = 0; j < NT; ++j) sum[j] = _mm256_set1_epi32(start[b * a.n_tokens + j]);
+        if constexpr (prompt_type<B>::nibbles) {
 #pragma GCC unroll 4
-        for (int m = 0; m < 4; ++m) {
-            const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk.quants[m]));
-            const __m256i lo = _mm256_and_si256(v, low4);
-            const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+            for (int m = 0; m < 4; ++m) {
+                const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk.quants[m]));
+                const __m256i lo = _mm256_and_si256(v, low4);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
 #pragma GCC unroll 16
-            for (int j = 0; j < NT; ++j) {
-                sum[j] = _mm256_dpbusd_avx_epi32(sum[j], lo, _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m))));
-                sum[j] = _mm256_dpbusd_avx_epi32(sum[j], hi, _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 16 + 4 * m))));
+                for (int j = 0; j < NT; ++j) {
+                    sum[j] = _mm256_dpbusd_avx_epi32(sum[j], lo, _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m))));
+                    sum[j] = _mm256_dpbusd_avx_epi32(sum[j], hi, _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 16 + 4 * m))));
+                }
+            }
+        } else {
+#pragma GCC unroll 8
+            for (int m = 0; m < 8; ++m) {
+                const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk.quants[m]));
+#pragma GCC unroll 16
+                for (int j = 0; j < NT; ++j)
+                    sum[j] = _mm256_dpbusd_avx_epi32(sum[j], v, _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m))));
             }
         }
         const __m256 dw = _mm256_load_ps(blk.d);
 #pragma GCC unroll 16
         for (int j = 0; j < NT; ++j)
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), _mm256_mul_ps(dw, _mm256_set1_ps(dx[b * a.n_tokens + j])), acc[j]);
+        if constexpr (prompt_type<B>::min) {
+            const __m256 mw = _mm256_load_ps(blk.m);
+#pragma GCC unroll 16
+            for (int j = 0; j < NT; ++j) acc[j] = _mm256_fmadd_ps(mw, _mm256_set1_ps(sx[b * a.n_tokens + j]), acc[j]);
+        }
     }
 #pragma GCC unroll 16
     for (int j = 0; j < NT; ++j) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
@@ -337,15 +547,15 @@ constexpr int nt8 = 4;  // tokens per AVX2 tile: 4 int16 and 4 float sums of the
 
 // Tokens t.. t + n - 1 (n < nt8) against the 8 rows at w, with tokens8 or
 // (Vnni) tokens8_vnni.
-template <bool Vnni, int NT = nt8 - 1>
-TACHYON_PROMPT_AVX2 void tail8(const gemm_args& a, const rows8* w, int64_t nb, const act_sums& s, int64_t r, int64_t t, __m256i keep,
-                            int64_t n) {
+template <class B, bool Vnni, int NT = nt8 - 1>
+TACHYON_PROMPT_AVX2 void tail8(const gemm_args& a, const rows_of<B, 8>* w, int64_t nb, const act_sums& s, int64_t r, int64_t t,
+                               __m256i keep, int64_t n) {
     if constexpr (NT >= 1) {
         if (n == NT) {
-            if constexpr (Vnni) return tokens8_vnni<NT>(a, w, nb, s, r, t, keep);
-            else return tokens8<NT>(a, w, nb, s, r, t, keep);
+            if constexpr (Vnni) return tokens8_vnni<B, NT>(a, w, nb, s, r, t, keep);
+            else return tokens8<B, NT>(a, w, nb, s, r, t, keep);
         }
-        tail8<Vnni, NT - 1>(a, w, nb, s, r, t, keep, n);
+        tail8<B, Vnni, NT - 1>(a, w, nb, s, r, t, keep, n);
     }
 }
 
@@ -369,10 +579,10 @@ void by_row_groups(const gemm_args& a, int64_t r0, int64_t r1, int64_t nt, const
 
 template <class B>
 void gemm_prompt_avx512(const gemm_args& a, int64_t r0, int64_t r1) {
-    using rows = typename lanes16<B>::rows;
+    using rows = rows_of<B, 16>;
     const int64_t nb = a.n_cols / qk_32;
     thread_local act_sums s;
-    sum_activations(a, nb, lanes16<B>::offset, s);
+    sum_activations<typename prompt_type<B>::act>(a, nb, prompt_type<B>::offset, s);
     by_row_groups<16, rows>(
         a, r0, r1, nt16, [&](int64_t r, int n, rows* w) { lay_out16<B>(a, r, n, nb, w); },
         [&](int64_t r, int64_t t0, int64_t t1, int n, const rows* w) {
@@ -383,30 +593,59 @@ void gemm_prompt_avx512(const gemm_args& a, int64_t r0, int64_t r1) {
         });
 }
 
-
-template <bool Vnni>
+template <class B, bool Vnni>
 void gemm_prompt_avx2(const gemm_args& a, int64_t r0, int64_t r1) {
+    using rows = rows_of<B, 8>;
     const int64_t nb = a.n_cols / qk_32;
     thread_local act_sums s;
-    sum_activations(a, nb, 8, s);
-    by_row_groups<8, rows8>(
-        a, r0, r1, nt8, [&](int64_t r, int n, rows8* w) { lay_out8(a, r, n, nb, w); },
-        [&](int64_t r, int64_t t0, int64_t t1, int n, const rows8* w) TACHYON_PROMPT_AVX2 {
+    sum_activations<typename prompt_type<B>::act>(a, nb, prompt_type<B>::offset, s);
+    by_row_groups<8, rows>(
+        a, r0, r1, nt8, [&](int64_t r, int n, rows* w) { lay_out8<B>(a, r, n, nb, w); },
+        [&](int64_t r, int64_t t0, int64_t t1, int n, const rows* w) TACHYON_PROMPT_AVX2 {
             const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
             int64_t t = t0;
             for (; t + nt8 <= t1; t += nt8) {
-                if constexpr (Vnni) tokens8_vnni<nt8>(a, w, nb, s, r, t, keep);
-                else tokens8<nt8>(a, w, nb, s, r, t, keep);
+                if constexpr (Vnni) tokens8_vnni<B, nt8>(a, w, nb, s, r, t, keep);
+                else tokens8<B, nt8>(a, w, nb, s, r, t, keep);
             }
-            tail8<Vnni>(a, w, nb, s, r, t, keep, t1 - t);
+            tail8<B, Vnni>(a, w, nb, s, r, t, keep, t1 - t);
         });
 }
 
 }  // namespace
 
-void gemm_q4_0_prompt_avx512(const gemm_args& a, int64_t r0, int64_t r1) { gemm_prompt_avx512<block_q4_0>(a, r0, r1); }
-void gemm_q8_0_prompt_avx512(const gemm_args& a, int64_t r0, int64_t r1) { gemm_prompt_avx512<block_q8_0>(a, r0, r1); }
-void gemm_q4_0_prompt_avx2(const gemm_args& a, int64_t r0, int64_t r1) { gemm_prompt_avx2<false>(a, r0, r1); }
-void gemm_q4_0_prompt_avx_vnni(const gemm_args& a, int64_t r0, int64_t r1) { gemm_prompt_avx2<true>(a, r0, r1); }
+gemm_fn prompt_gemm_avx512(tensor_type weight) {
+    switch (weight) {
+        case tensor_type::q4_0: return gemm_prompt_avx512<block_q4_0>;
+        case tensor_type::q4_1: return gemm_prompt_avx512<block_q4_1>;
+        case tensor_type::q8_0: return gemm_prompt_avx512<block_q8_0>;
+        case tensor_type::iq4_nl: return gemm_prompt_avx512<block_iq4_nl>;
+        case tensor_type::q5_0: return gemm_prompt_avx512<block_q5_0>;
+        case tensor_type::q5_1: return gemm_prompt_avx512<block_q5_1>;
+        default: return nullptr;
+    }
+}
+
+gemm_fn prompt_gemm_avx_vnni(tensor_type weight) {
+    switch (weight) {
+        case tensor_type::q4_0: return gemm_prompt_avx2<block_q4_0, true>;
+        case tensor_type::q4_1: return gemm_prompt_avx2<block_q4_1, true>;
+        case tensor_type::q8_0: return gemm_prompt_avx2<block_q8_0, true>;
+        case tensor_type::iq4_nl: return gemm_prompt_avx2<block_iq4_nl, true>;
+        case tensor_type::q5_0: return gemm_prompt_avx2<block_q5_0, true>;
+        case tensor_type::q5_1: return gemm_prompt_avx2<block_q5_1, true>;
+        default: return nullptr;
+    }
+}
+
+gemm_fn prompt_gemm_avx2(tensor_type weight) {
+    switch (weight) {
+        case tensor_type::q4_0: return gemm_prompt_avx2<block_q4_0, false>;
+        case tensor_type::q4_1: return gemm_prompt_avx2<block_q4_1, false>;
+        case tensor_type::q5_0: return gemm_prompt_avx2<block_q5_0, false>;
+        case tensor_type::q5_1: return gemm_prompt_avx2<block_q5_1, false>;
+        default: return nullptr;
+    }
+}
 
 }  // namespace tachyon::detail

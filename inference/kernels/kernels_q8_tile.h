@@ -428,7 +428,8 @@ TACHYON_TILE_TARGET inline void high_bits_pair(const uint8_t* qh0, const uint8_t
 // two rows. The activations are loaded as two broadcast halves, elements
 // 0..15 (against the low nibbles) and 16..31 (the high ones), once per block
 // for the four rows of the tile. q5_0 / q5_1 add their fifth bits to the
-// nibbles (high_bits_pair).
+// nibbles (high_bits_pair); iq4_nl (VNNI only) looks its nibbles up as the
+// levels + 128, unsigned bytes whose sums start at -128 * the activations'.
 template <class U>
 struct nibble_decode_tile {
     static constexpr int rn = 1;
@@ -436,11 +437,15 @@ struct nibble_decode_tile {
     template <int RM, int RN>
     TACHYON_TILE_TARGET static void run(const gemm_args& a, int64_t r, int64_t t) {
         static_assert(RN == 1 && RM <= 4);
-        static_assert(U::offset == 8 || U::offset == 16 || U::offset == with_min);
+        constexpr bool levels = std::is_same_v<U, unpack_iq4_nl>;
+        static_assert(U::offset == 8 || U::offset == 16 || U::offset == with_min || (levels && TACHYON_TILE_VNNI));
         constexpr bool five_bits = requires(const typename U::block& blk) { blk.qh; };
         using block = typename U::block;
         using xblock = typename U::act;
-        constexpr int off = U::offset;
+        constexpr int off = levels ? 128 : U::offset;
+        // iq4_nl: the levels + 128 in both lanes
+        [[maybe_unused]] const __m256i level_bytes = _mm256_xor_si256(
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values))), _mm256_set1_epi8(static_cast<char>(0x80)));
         constexpr int n_pairs = (RM + 1) / 2;
         const block* w[RM];
         for (int i = 0; i < RM; ++i) w[i] = reinterpret_cast<const block*>(a.w + (r + i) * a.w_row_bytes);
@@ -466,7 +471,7 @@ struct nibble_decode_tile {
             // every sum starts at -offset * (the sums of 4 x); 0 for q4_1 / q5_1
             __m256i start = _mm256_setzero_si256();
             if constexpr (off != with_min) {
-                const __m256i k = _mm256_set1_epi8(off);
+                const __m256i k = _mm256_set1_epi8(static_cast<char>(off));
                 start = _mm256_sub_epi32(start, _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(start, k, x_lo), k, x_hi));
             }
 #else
@@ -487,6 +492,10 @@ struct nibble_decode_tile {
                 const __m256i raw = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(w[i1][b].qs), reinterpret_cast<const __m128i*>(w[i0][b].qs));
                 __m256i lo = _mm256_and_si256(raw, low4);
                 __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+                if constexpr (levels) {
+                    lo = _mm256_shuffle_epi8(level_bytes, lo);
+                    hi = _mm256_shuffle_epi8(level_bytes, hi);
+                }
                 if constexpr (five_bits) {
 #if TACHYON_TILE_MASKS
                     // qh bits 0-15 are the fifth bits of elements 0-15 (the low
