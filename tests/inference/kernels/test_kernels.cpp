@@ -260,6 +260,50 @@ std::vector<std::pair<kernel_isa, int64_t>> isa_and_cols() {
     return v;
 }
 
+TEST_CASE("on AMX, q8_0 and q4_0 prompts of 96 tokens and more on bf16 tiles stay within bf16 rounding of the float product") {
+    if (!cpu_has_amx()) {
+        MESSAGE("skipped: this CPU has no AMX");
+        return;
+    }
+    // 96 tokens and more dequantize the rows to bf16 (kernels_amx.cpp): each
+    // product d_w q_w * d_x q_x is rounded to 8 significant bits in each
+    // factor, so the result is within 2^-8 of the sum of the products'
+    // magnitudes of the scalar kernel's, which sums the same q8_0 activations
+    // exactly; partial row groups and token tiles on every edge.
+    const int64_t n_rows = 53;
+    kernel_context amx(1, kernel_isa::amx), ref(1, kernel_isa::scalar);
+    for (int64_t n_cols : {13 * qk_32, 45 * qk_32}) {
+        for (tensor_type type : {tensor_type::q8_0, tensor_type::q4_0}) {
+            const auto w = random_weights(type, n_rows, n_cols, 31);
+            std::vector<float> wf(static_cast<size_t>(n_rows * n_cols));
+            for (int64_t r = 0; r < n_rows; ++r)
+                dequantize_row(type, w.data() + r * row_size(type, n_cols), wf.data() + r * n_cols, n_cols);
+            for (int64_t n_tokens : {96, 113, 130}) {
+                CAPTURE(to_string(type));
+                CAPTURE(n_tokens);
+                CAPTURE(n_cols);
+                const auto x = random_floats(static_cast<size_t>(n_tokens * n_cols), 37);
+                std::vector<float> y(static_cast<size_t>(n_tokens * n_rows)), y_ref(y.size());
+                matmul(amx, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y.data());
+                matmul(ref, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y_ref.data());
+                int n_bad = 0, n_inexact = 0;
+                for (int64_t t = 0; t < n_tokens; ++t) {
+                    for (int64_t r = 0; r < n_rows; ++r) {
+                        double mag = 0.0;
+                        for (int64_t k = 0; k < n_cols; ++k) mag += std::fabs(static_cast<double>(wf[r * n_cols + k]) * x[t * n_cols + k]);
+                        const double err = std::fabs(y[t * n_rows + r] - y_ref[t * n_rows + r]);
+                        n_bad += err > mag / 256 + 1e-6 ? 1 : 0;
+                        n_inexact += err > 1e-5 * mag ? 1 : 0;
+                    }
+                }
+                CHECK(n_bad == 0);
+                // The rows did go through bf16 (an integer path would be exact to 1e-5).
+                CHECK(n_inexact > 0);
+            }
+        }
+    }
+}
+
 TEST_CASE("q8_0 and q4_0 matmul tiles match the scalar matmul on every edge of the tile") {
     // Rows and tokens that leave partial 4 x 2 tiles (and 16 x 16 AMX tiles),
     // numbers of blocks that leave 0 to 3 past the q4_0 decode kernel's
@@ -350,8 +394,8 @@ TEST_CASE("matmul with weights packed as panels matches the double-precision ref
     for (tensor_type type : {tensor_type::f32, tensor_type::f16, tensor_type::bf16}) {
         const auto w = random_weights(type, n_rows, n_cols, 31);
         const weight_panels panels = pack_panels(type, w.data(), n_rows, n_cols);
-        if (!cpu_has_avx512()) {
-            CHECK(panels.data == nullptr);  // no kernels that use them
+        if (default_isa() < kernel_isa::avx512) {
+            CHECK(panels.data == nullptr);  // no kernels that use them (none on the CPU, or TACHYON_KERNELS below avx512)
             continue;
         }
         REQUIRE(panels.data != nullptr);
