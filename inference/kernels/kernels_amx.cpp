@@ -325,6 +325,27 @@ TACHYON_AMX_BF16 void weight_tiles(const gemm_args& a, int64_t r, uint16_t* w) {
     }
 }
 
+// All eight tiles 16 rows x 64 bytes (16 x 32 bf16 operands, 16 x 16 f32 results).
+TACHYON_AMX_BF16 void configure_bf16_tiles() {
+    tile_config c;
+    for (int i = 0; i < 8; ++i) c.rows[i] = tile, c.colsb[i] = 64;
+    memory_barrier(&c);
+    _tile_loadconfig(&c);
+}
+
+// Writes the result tile of tokens t.. t + 15 to y (y[token * ldy + row]):
+// straight from the tile when all 16 tokens are there, else through a
+// buffer, of which the tokens there are copied out.
+template <class WriteTile>
+TACHYON_AMX_BF16 void store_token_tile(const gemm_args& a, float* y, int64_t t, WriteTile write_tile) {
+    const int64_t n = std::min<int64_t>(tile, a.n_tokens - t);
+    if (n == tile) return write_tile(y + t * a.ldy, static_cast<long>(a.ldy) * 4);
+    alignas(64) float part[tile][tile];
+    write_tile(&part[0][0], static_cast<long>(tile) * 4);
+    memory_barrier(part);
+    for (int64_t i = 0; i < n; ++i) std::copy(part[i], part[i] + tile, y + (t + i) * a.ldy);
+}
+
 template <tensor_type T>
 TACHYON_AMX_BF16 void gemm_amx_float(const gemm_args& a, int64_t r0, int64_t r1) {
     static const bool has_bf16 = cpu_has_amx_bf16();
@@ -335,21 +356,11 @@ TACHYON_AMX_BF16 void gemm_amx_float(const gemm_args& a, int64_t r0, int64_t r1)
     thread_local split_tokens x;
     thread_local std::vector<uint16_t> w;
     split_activations(a, x);
-    tile_config cfg;
-    for (int i = 0; i < 8; ++i) cfg.rows[i] = tile, cfg.colsb[i] = 64;
-    memory_barrier(&cfg);
-    _tile_loadconfig(&cfg);
+    configure_bf16_tiles();
     memory_barrier(x.hi.data());
-    alignas(64) float part[tile][tile];  // a partial token tile's results
     // tmm0, tmm1: results of tokens t.. t + 15 and t + 16.. t + 31; tmm2-5:
     // their activations (hi, lo); tmm6, tmm7: the weights (hi, lo).
-    const auto store = [&](float* y, int64_t t, auto write_tile) TACHYON_AMX_BF16 {
-        const int64_t n = std::min<int64_t>(tile, a.n_tokens - t);
-        if (n == tile) return write_tile(y + t * a.ldy, static_cast<long>(a.ldy) * 4);
-        write_tile(&part[0][0], static_cast<long>(tile) * 4);
-        memory_barrier(part);
-        for (int64_t i = 0; i < n; ++i) std::copy(part[i], part[i] + tile, y + (t + i) * a.ldy);
-    };
+    const auto store = [&](float* y, int64_t t, auto write_tile) TACHYON_AMX_BF16 { store_token_tile(a, y, t, write_tile); };
     // Every row group's tiles first, then 32 tokens at a time against all of
     // them: the tokens' tiles stay in L1 while the weights stream from L2
     // (the other order reads each token tile again from L2 for every group).
@@ -477,20 +488,10 @@ TACHYON_AMX_BF16 void gemm_amx_dequant(const gemm_args& a, int64_t r0, int64_t r
     }
     const int64_t group_elems = n_blocks * 512;
     w.resize(static_cast<size_t>(2 * group_elems));
-    tile_config cfg;
-    for (int i = 0; i < 8; ++i) cfg.rows[i] = tile, cfg.colsb[i] = 64;
-    memory_barrier(&cfg);
-    _tile_loadconfig(&cfg);
+    configure_bf16_tiles();
     memory_barrier(x.data());
     const long x_stride = static_cast<long>(a.n_cols) * 2;
-    alignas(64) float part[tile][tile];  // a partial token tile's results
-    const auto store = [&](float* y, int64_t t, auto write_tile) TACHYON_AMX_BF16 {
-        const int64_t n = std::min<int64_t>(tile, a.n_tokens - t);
-        if (n == tile) return write_tile(y + t * a.ldy, static_cast<long>(a.ldy) * 4);
-        write_tile(&part[0][0], static_cast<long>(tile) * 4);
-        memory_barrier(part);
-        for (int64_t i = 0; i < n; ++i) std::copy(part[i], part[i] + tile, y + (t + i) * a.ldy);
-    };
+    const auto store = [&](float* y, int64_t t, auto write_tile) TACHYON_AMX_BF16 { store_token_tile(a, y, t, write_tile); };
     // tmm0-3: results (tokens t / t + 16 x rows r / r + 16); tmm4, tmm5: the
     // two token tiles; tmm6, tmm7: the two row groups.
     for (int64_t r = r0; r < r_full; r += 2 * tile) {

@@ -20,7 +20,7 @@
 #include "runtime/agent/agent_def.h"
 #include "runtime/agent/agent_prompt.h"
 #include "runtime/agent/agent_run_replay.h"
-#include "runtime/agent/call_predictor.h"
+#include "runtime/prediction/call_predictor.h"
 #include "runtime/journal/journal.h"
 #include "runtime/chat/model_host.h"
 #include "runtime/remote/remote_model.h"

@@ -21,7 +21,7 @@
 
 #include "runtime/agent/agent_run.h"
 #include "runtime/common/async_flag.h"
-#include "runtime/agent/call_predictor.h"
+#include "runtime/prediction/call_predictor.h"
 #include "runtime/constrain/constraint.h"
 #include "runtime/journal/journal.h"
 #include "runtime/constrain/json_schema.h"

@@ -8,7 +8,7 @@
 #include <boost/asio/post.hpp>
 
 #include "base/log.h"
-#include "runtime/agent/call_drafts.h"
+#include "runtime/prediction/call_drafts.h"
 #include "runtime/agent/tool_catalog.h"
 #include "runtime/common/async_flag.h"
 #include "runtime/common/json_util.h"

@@ -9,7 +9,7 @@ cmake_minimum_required(VERSION 3.25)
 # Rooms, lowest first. Folders not listed (fuzz/, tools_gen/, the public
 # include/ headers) are not rooms: fuzz targets may use any room, the public
 # headers none (they are checked below).
-set(rooms_runtime common formats constrain chat remote journal telemetry agent db mcp serve cli bench sdk)
+set(rooms_runtime common formats constrain chat remote journal telemetry prediction agent db mcp serve cli bench sdk)
 set(rooms_inference gguf kv kernels tokenizer arch engine)
 set(rooms_tools core logformat logs host mcp)
 # What each top-level folder must not include.

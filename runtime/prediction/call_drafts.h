@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "inference/engine/engine.h"
-#include "runtime/agent/call_predictor.h"
+#include "runtime/prediction/call_predictor.h"
 #include "runtime/formats/chat_format.h"
 
 namespace tachyon {

@@ -1,4 +1,4 @@
-#include "runtime/agent/call_predictor.h"
+#include "runtime/prediction/call_predictor.h"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/agent/call_drafts.h"
+#include "runtime/prediction/call_drafts.h"
 
 #include <algorithm>
 #include <optional>
