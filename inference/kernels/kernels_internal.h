@@ -44,7 +44,8 @@ const type_kernels* avx_vnni_kernels(tensor_type weight);
 const type_kernels* avx512_kernels(tensor_type weight);
 // The k-quants' AVX-512 kernels (kernels_avx512_kquants.cpp); nullptr for another type.
 const type_kernels* avx512_kquant_kernels(tensor_type weight);
-// AMX: its own q8_0 / q4_0 matmul for large batches, AVX-512 otherwise.
+// AMX: its own matmul of the quantized types (but q2_K, q3_K) and of f16 /
+// bf16 for large batches, AVX-512 otherwise.
 const type_kernels* amx_kernels(tensor_type weight);
 // Batches of the 32-element block types (kernels_prompt.cpp): rows [r0, r1)
 // against every token, 16 rows (AVX-512) or 8 (AVX2, AVX-VNNI) at a time in

@@ -260,25 +260,30 @@ std::vector<std::pair<kernel_isa, int64_t>> isa_and_cols() {
     return v;
 }
 
-TEST_CASE("on AMX, q8_0 and q4_0 prompts of 96 tokens and more on bf16 tiles stay within bf16 rounding of the float product") {
+TEST_CASE("on AMX, q8_0 and q4_0 prompts of 96 tokens and more and k-quant prompts of 16 and more on bf16 tiles stay within bf16 rounding of the float product") {
     if (!cpu_has_amx()) {
         MESSAGE("skipped: this CPU has no AMX");
         return;
     }
-    // 96 tokens and more dequantize the rows to bf16 (kernels_amx.cpp): each
-    // product d_w q_w * d_x q_x is rounded to 8 significant bits in each
-    // factor, so the result is within 2^-8 of the sum of the products'
-    // magnitudes of the scalar kernel's, which sums the same q8_0 activations
-    // exactly; partial row groups and token tiles on every edge.
+    // Those prompts dequantize the rows to bf16 (kernels_amx.cpp): each
+    // product (a weight times d_x q_x) is rounded to 8 significant bits in
+    // each factor, so the result is within 2^-8 of the sum of the products'
+    // magnitudes of the scalar kernel's, which sums the same q8_0 / q8_K
+    // activations exactly; partial row groups and token tiles on every edge.
     const int64_t n_rows = 53;
     kernel_context amx(1, kernel_isa::amx), ref(1, kernel_isa::scalar);
-    for (int64_t n_cols : {13 * qk_32, 45 * qk_32}) {
-        for (tensor_type type : {tensor_type::q8_0, tensor_type::q4_0}) {
+    const std::pair<tensor_type, std::vector<int64_t>> cases[] = {
+        {tensor_type::q8_0, {13 * qk_32, 45 * qk_32}}, {tensor_type::q4_0, {13 * qk_32, 45 * qk_32}},
+        {tensor_type::q4_k, {2 * qk_k, 7 * qk_k}}, {tensor_type::q6_k, {2 * qk_k, 7 * qk_k}}};
+    for (const auto& c : cases) {
+        const tensor_type type = c.first;
+        const bool k_quant = type == tensor_type::q4_k || type == tensor_type::q6_k;
+        for (int64_t n_cols : c.second) {
             const auto w = random_weights(type, n_rows, n_cols, 31);
             std::vector<float> wf(static_cast<size_t>(n_rows * n_cols));
             for (int64_t r = 0; r < n_rows; ++r)
                 dequantize_row(type, w.data() + r * row_size(type, n_cols), wf.data() + r * n_cols, n_cols);
-            for (int64_t n_tokens : {96, 113, 130}) {
+            for (int64_t n_tokens : k_quant ? std::vector<int64_t>{16, 49} : std::vector<int64_t>{96, 113, 130}) {
                 CAPTURE(to_string(type));
                 CAPTURE(n_tokens);
                 CAPTURE(n_cols);
