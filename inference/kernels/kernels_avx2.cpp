@@ -98,6 +98,171 @@ struct float_tile {
     }
 };
 
+// Many tokens against float weights: rows_by_broadcast in kernels_avx512.cpp
+// at 256 bits. 16 weight rows are converted to f32 and transposed once per
+// panel of tokens into a buffer, [kc][16] floats, a chunk of kc columns at a
+// time (16 KiB, in L1 on any x86 core); each column k of it is then two
+// registers that x[k] of a token, broadcast from memory, scales into the 16
+// row sums, 6 tokens sharing each column load: 12 accumulators, the two
+// column halves and the broadcast fill 15 of the 16 ymm registers. Per 12
+// FMAs 2 loads and 6 broadcasts, no conversion (float_tile converts each
+// weight vector once per 2 tokens, the conversion's uops competing with the
+// FMAs for the same ports) and no horizontal sums. The sums of the chunks
+// after the first add onto y; every row sums its columns in order, whatever
+// group it falls in, so threads splitting the rows anywhere agree.
+// Measured on the Xeon (Sapphire Rapids class) forced to AVX2, f16,
+// `TACHYON_KERNELS=avx2 tachyon bench matmul --type f16 --tokens 16,64,256
+// -t 1 --mib 64 --no-bandwidth`, us: chunks of 512 columns 1442 / 4329 /
+// 17917 against 1384 / 4138 / 15246 for 256.
+template <class L>
+struct columns_tile {
+    static constexpr int rm = 16, nt = 6;
+    static constexpr int64_t kc = 256;
+    // A chunk reads kc columns of each token of a panel: 1 KiB a token, 256
+    // KiB for the panel, in L2 (512 KiB on Zen 3). Each panel transposes
+    // the weights again (panels of 256 KiB of whole activation rows, 64
+    // tokens of 1024 columns: 256 tokens 17038 us against 15306).
+    static constexpr int64_t panel_tokens = 256;
+
+    // Columns [k0, k0 + kn) of rows r.. r + 15 (rows past n repeat row r):
+    // wt[(k - k0) * 16 + i] = W[r + i, k].
+    TACHYON_AVX2 static void transpose_rows(const gemm_args& a, int64_t r, int n, int64_t k0, int64_t kn, float* wt) {
+        using elem = typename L::elem;
+        const elem* row[rm];
+        for (int i = 0; i < rm; ++i) row[i] = reinterpret_cast<const elem*>(a.w + (r + (i < n ? i : 0)) * a.w_row_bytes) + k0;
+        // the same columns of the next group's rows, into L2 for its turn
+        // (without: 3 tokens 656 us against 492, 256 tokens 18914 / 17038)
+        const int64_t next = rm * static_cast<int64_t>(a.w_row_bytes);
+        int64_t k = 0;
+        for (; k + 8 <= kn; k += 8) {
+            const bool new_line = (((k0 + k) * static_cast<int64_t>(sizeof(elem))) & 63) == 0;
+#pragma GCC unroll 2
+            for (int h = 0; h < rm; h += 8) {
+                __m256 m[8];
+#pragma GCC unroll 8
+                for (int i = 0; i < 8; ++i) {
+                    if (new_line) prefetch_l2(row[h + i] + k, next);
+                    m[i] = L::load8(row[h + i] + k);
+                }
+                // 8 x 8 transpose: pairs of rows, then quads, then the 128-bit halves
+                const __m256 t0 = _mm256_unpacklo_ps(m[0], m[1]), t1 = _mm256_unpackhi_ps(m[0], m[1]);
+                const __m256 t2 = _mm256_unpacklo_ps(m[2], m[3]), t3 = _mm256_unpackhi_ps(m[2], m[3]);
+                const __m256 t4 = _mm256_unpacklo_ps(m[4], m[5]), t5 = _mm256_unpackhi_ps(m[4], m[5]);
+                const __m256 t6 = _mm256_unpacklo_ps(m[6], m[7]), t7 = _mm256_unpackhi_ps(m[6], m[7]);
+                const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+                const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+                const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+                const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+                // column c (of k .. k + 7) of the 8 rows: u_c's low half with u_{c+4}'s low half, ...
+                const __m256 c[8] = {_mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
+                                     _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
+                                     _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
+                                     _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
+#pragma GCC unroll 8
+                for (int j = 0; j < 8; ++j) _mm256_store_ps(wt + (k + j) * rm + h, c[j]);
+            }
+        }
+        for (; k < kn; ++k)
+            for (int i = 0; i < rm; ++i) wt[k * rm + i] = L::one(row[i] + k);
+    }
+
+    // Tokens t.. t + NT - 1 against the columns [k0, k0 + kn) at wt, onto y
+    // when `add` (lanes outside keep_lo / keep_hi not stored). Fewer than 4
+    // tokens split the columns over KS sets of sums, so that 8 FMA chains
+    // are in flight.
+    template <int NT>
+    TACHYON_AVX2 static void tokens(const gemm_args& a, const float* wt, int64_t r, int64_t t, int64_t k0, int64_t kn, bool add,
+                                    __m256i keep_lo, __m256i keep_hi) {
+        constexpr int KS = NT >= 4 ? 1 : 4 / NT;
+        const float* x[NT];
+        for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const float*>(a.x + (t + j) * a.x_row_bytes) + k0;
+        __m256 lo[KS][NT], hi[KS][NT];
+#pragma GCC unroll 16
+        for (int s = 0; s < KS; ++s)
+#pragma GCC unroll 16
+            for (int j = 0; j < NT; ++j) lo[s][j] = hi[s][j] = _mm256_setzero_ps();
+        int64_t k = 0;
+        for (; k + KS <= kn; k += KS) {
+#pragma GCC unroll 4
+            for (int s = 0; s < KS; ++s) {
+                const __m256 w0 = _mm256_load_ps(wt + (k + s) * rm), w1 = _mm256_load_ps(wt + (k + s) * rm + 8);
+#pragma GCC unroll 16
+                for (int j = 0; j < NT; ++j) {
+                    const __m256 xk = _mm256_broadcast_ss(x[j] + k + s);
+                    lo[s][j] = _mm256_fmadd_ps(xk, w0, lo[s][j]);
+                    hi[s][j] = _mm256_fmadd_ps(xk, w1, hi[s][j]);
+                }
+            }
+        }
+        for (; k < kn; ++k) {
+            const __m256 w0 = _mm256_load_ps(wt + k * rm), w1 = _mm256_load_ps(wt + k * rm + 8);
+#pragma GCC unroll 16
+            for (int j = 0; j < NT; ++j) {
+                const __m256 xk = _mm256_broadcast_ss(x[j] + k);
+                lo[0][j] = _mm256_fmadd_ps(xk, w0, lo[0][j]);
+                hi[0][j] = _mm256_fmadd_ps(xk, w1, hi[0][j]);
+            }
+        }
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; ++j) {
+#pragma GCC unroll 4
+            for (int s = 1; s < KS; ++s) {
+                lo[0][j] = _mm256_add_ps(lo[0][j], lo[s][j]);
+                hi[0][j] = _mm256_add_ps(hi[0][j], hi[s][j]);
+            }
+            float* y = a.y + (t + j) * a.ldy + r;
+            if (add) {
+                lo[0][j] = _mm256_add_ps(lo[0][j], _mm256_maskload_ps(y, keep_lo));
+                hi[0][j] = _mm256_add_ps(hi[0][j], _mm256_maskload_ps(y + 8, keep_hi));
+            }
+            _mm256_maskstore_ps(y, keep_lo, lo[0][j]);
+            _mm256_maskstore_ps(y + 8, keep_hi, hi[0][j]);
+        }
+    }
+
+    template <int NT = nt - 1>
+    TACHYON_AVX2 static void tail(const gemm_args& a, const float* wt, int64_t r, int64_t t, int64_t k0, int64_t kn, bool add,
+                                  __m256i keep_lo, __m256i keep_hi, int64_t n) {
+        if constexpr (NT >= 1) {
+            if (n == NT) return tokens<NT>(a, wt, r, t, k0, kn, add, keep_lo, keep_hi);
+            tail<NT - 1>(a, wt, r, t, k0, kn, add, keep_lo, keep_hi, n);
+        }
+    }
+
+    TACHYON_AVX2 static void run(const gemm_args& a, int64_t r0, int64_t r1) {
+        alignas(32) static thread_local float wt[kc * rm];
+        for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel_tokens) {
+            const int64_t t1 = std::min(a.n_tokens, t0 + panel_tokens);
+            for (int64_t r = r0; r < r1; r += rm) {
+                const int n = static_cast<int>(std::min<int64_t>(rm, r1 - r));
+                const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+                const __m256i keep_lo = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lanes);
+                const __m256i keep_hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8), lanes);
+                for (int64_t k0 = 0; k0 < a.n_cols; k0 += kc) {
+                    const int64_t kn = std::min(kc, a.n_cols - k0);
+                    transpose_rows(a, r, n, k0, kn, wt);
+                    int64_t t = t0;
+                    for (; t + nt <= t1; t += nt) tokens<nt>(a, wt, r, t, k0, kn, k0 > 0, keep_lo, keep_hi);
+                    tail(a, wt, r, t, k0, kn, k0 > 0, keep_lo, keep_hi, t1 - t);
+                }
+            }
+        }
+    }
+};
+
+// Float batches of this many tokens and more take columns_tile, whose
+// transpose (shuffles, 0.4 cycles a weight) pays from here on (the bench
+// command above, f16, us against float_tile: 8 tokens 938 / 739, 12 1143 /
+// 1176, 16 1407 / 1789, 64 4148 / 7355, 256 15306 / 26005; prompts of 512
+// on the 220M f16 model 133 -> 190 tokens/s).
+constexpr int64_t min_tokens_columns = 12;
+
+template <class L>
+TACHYON_AVX2 void gemm_float(const gemm_args& a, int64_t r0, int64_t r1) {
+    if (a.n_tokens >= min_tokens_columns) return columns_tile<L>::run(a, r0, r1);
+    gemm<float_tile<L>>(a, r0, r1);
+}
+
 // ---- activation quantizers ----------------------------------------------------
 
 // 32 floats -> 32 int8 (round to nearest even) scaled by `id`.
@@ -177,24 +342,30 @@ TACHYON_AVX2 void quantize_q8_k(const float* x, void* dst, int64_t n) {
 // 1589 / 4996, 5784 / 19316; q4_1 357 / 512, 556 / 971, 1651 / 3935, 6044 /
 // 16015; q5_1 444 / 624, 679 / 1219, 1812 / 5212, 6517 / 19227; 3 tokens
 // q4_0 222-234 / 347-356, q4_1 277 / 401, q5_0 368 / 481). q8_0 and
-// iq4_nl keep the q8 tile: their bytes + 128 overflow maddubs.
+// iq4_nl, whose bytes + 128 overflow maddubs, take tiles of their signed
+// values (tokens8 and, from 16 tokens, tokens8_split in kernels_prompt.cpp;
+// the same Xeon and command, us against the q8 tile: 3 / 4 / 16 tokens
+// q8_0 255 / 312, 316 / 448, 1040 / 1547, iq4_nl 241 / 340, 305 / 421, 958
+// / 1602; 256 tokens q8_0 12286-12775 / 23637, iq4_nl 12843 / 25767).
 constexpr int64_t min_tokens_prompt = 3;
 
 template <class U, tensor_type T>
 TACHYON_AVX2 void gemm_by_tokens(const gemm_args& a, int64_t r0, int64_t r1) {
     if (a.n_tokens >= min_tokens_prompt) return prompt_gemm_avx2(T)(a, r0, r1);
-    gemm_nibbles<U>(a, r0, r1);
+    // q8_0 and iq4_nl (signed values) have no AVX2 nibble_decode_tile
+    if constexpr (U::offset == 0) gemm<q8_tile<U>>(a, r0, r1);
+    else gemm_nibbles<U>(a, r0, r1);
 }
 
 constexpr type_kernels avx2_f32{gemm<float_tile<load_f32>>, dot<float_tile<load_f32>>, nullptr};
-constexpr type_kernels avx2_f16{gemm<float_tile<load_f16>>, dot<float_tile<load_f16>>, nullptr};
+constexpr type_kernels avx2_f16{gemm_float<load_f16>, dot<float_tile<load_f16>>, nullptr};
 constexpr type_kernels avx2_bf16{gemm<float_tile<load_bf16>>, dot<float_tile<load_bf16>>, nullptr};
-constexpr type_kernels avx2_q8_0{gemm<q8_tile<unpack_q8_0>>, dot<q8_tile<unpack_q8_0>>, quantize_q8_0};
+constexpr type_kernels avx2_q8_0{gemm_by_tokens<unpack_q8_0, tensor_type::q8_0>, dot<q8_tile<unpack_q8_0>>, quantize_q8_0};
 constexpr type_kernels avx2_q4_0{gemm_by_tokens<unpack_q4_0, tensor_type::q4_0>, dot<q8_tile<unpack_q4_0>>, quantize_q8_0};
 constexpr type_kernels avx2_q4_1{gemm_by_tokens<unpack_q4_1, tensor_type::q4_1>, dot<q8_tile<unpack_q4_1>>, quantize_q8_1};
 constexpr type_kernels avx2_q5_0{gemm_by_tokens<unpack_q5_0, tensor_type::q5_0>, dot<q8_tile<unpack_q5_0>>, quantize_q8_0};
 constexpr type_kernels avx2_q5_1{gemm_by_tokens<unpack_q5_1, tensor_type::q5_1>, dot<q8_tile<unpack_q5_1>>, quantize_q8_1};
-constexpr type_kernels avx2_iq4_nl{gemm<q8_tile<unpack_iq4_nl>>, dot<q8_tile<unpack_iq4_nl>>, quantize_q8_0};
+constexpr type_kernels avx2_iq4_nl{gemm_by_tokens<unpack_iq4_nl, tensor_type::iq4_nl>, dot<q8_tile<unpack_iq4_nl>>, quantize_q8_0};
 
 }  // namespace
 

@@ -13,8 +13,10 @@
 // q2_K / q4_K / q5_K the same way.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "inference/kernels/kernels_internal.h"
 #include "inference/gguf/quant.h"
@@ -315,6 +317,191 @@ struct iq4_xs_sums {
     }
 };
 
+// ---- q4_K batches: 8 rows in the vector lanes -----------------------------------
+//
+// kernels_prompt.cpp's layout for q4_K: a group of 8 rows is laid out again,
+// once per group and panel of tokens, into a buffer (2.4 KiB a block: 10
+// KiB for rows of 1024, in L1; 39 KiB for rows of 4096, in L2), its quants
+// unpacked to bytes as [dword][row],
+// its 6-bit scales and mins as int16 per row. One token's 4 activation
+// bytes, broadcast, then multiply into the 8 rows' sums at once: a
+// sub-block of 32 costs each token 8 maddubs and their int16 sums (16
+// products of at most 15 * 127 per lane, within int16), one madd by the
+// rows' scales and one add; the mins take 4 madds a block. k_tile pays per
+// (row, token) the madds, the float scale products and FMAs, and a
+// horizontal sum, and unpacks each block once per 4 tokens. Measured on
+// the Xeon (Sapphire Rapids class) forced to AVX2, `TACHYON_KERNELS=avx2
+// tachyon bench matmul --type q4_k --tokens 3,4,16,64,256 -t 1 --mib 64
+// --no-bandwidth`, us against k_tile: 4 tokens 264 / 302, 16 609 / 1136,
+// 64 1884 / 4719, 256 7290 / 19508; prompts of 512 on the 220M
+// Q4_K_M model 165 -> 316 tokens/s. The AVX-VNNI level runs it too.
+struct alignas(32) q4_k_rows {
+    uint32_t quants[64][8];  // [8s + k][row]: bytes 4k..4k+3 of sub-block s (0..15 each)
+    uint32_t scales[8][8];   // [s][row]: sub-block s's scale in both int16 halves
+    uint32_t mins[4][8];     // [p][row]: the mins of sub-blocks 2p (low int16) and 2p + 1 (high)
+    float d[8], dmin[8];
+};
+
+// v[i] row i of 8 dwords -> v[m] dword m of the 8 rows.
+TACHYON_AVX2 inline void transpose8x8(__m256i (&v)[8]) {
+    const __m256 m0 = _mm256_castsi256_ps(v[0]), m1 = _mm256_castsi256_ps(v[1]), m2 = _mm256_castsi256_ps(v[2]),
+                 m3 = _mm256_castsi256_ps(v[3]), m4 = _mm256_castsi256_ps(v[4]), m5 = _mm256_castsi256_ps(v[5]),
+                 m6 = _mm256_castsi256_ps(v[6]), m7 = _mm256_castsi256_ps(v[7]);
+    const __m256 t0 = _mm256_unpacklo_ps(m0, m1), t1 = _mm256_unpackhi_ps(m0, m1);
+    const __m256 t2 = _mm256_unpacklo_ps(m2, m3), t3 = _mm256_unpackhi_ps(m2, m3);
+    const __m256 t4 = _mm256_unpacklo_ps(m4, m5), t5 = _mm256_unpackhi_ps(m4, m5);
+    const __m256 t6 = _mm256_unpacklo_ps(m6, m7), t7 = _mm256_unpackhi_ps(m6, m7);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+    const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+    const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+    v[0] = _mm256_castps_si256(_mm256_permute2f128_ps(u0, u4, 0x20));
+    v[1] = _mm256_castps_si256(_mm256_permute2f128_ps(u1, u5, 0x20));
+    v[2] = _mm256_castps_si256(_mm256_permute2f128_ps(u2, u6, 0x20));
+    v[3] = _mm256_castps_si256(_mm256_permute2f128_ps(u3, u7, 0x20));
+    v[4] = _mm256_castps_si256(_mm256_permute2f128_ps(u0, u4, 0x31));
+    v[5] = _mm256_castps_si256(_mm256_permute2f128_ps(u1, u5, 0x31));
+    v[6] = _mm256_castps_si256(_mm256_permute2f128_ps(u2, u6, 0x31));
+    v[7] = _mm256_castps_si256(_mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+// Rows r.. r + n - 1 (n <= 8) as q4_k_rows; rows past n repeat row r (their
+// sums are never stored). Asks for the next group's rows, into L2.
+TACHYON_AVX2 void lay_out_q4_k(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out) {
+    const block_q4_k* row[8];
+    for (int i = 0; i < 8; ++i) row[i] = reinterpret_cast<const block_q4_k*>(a.w + (r + (i < n ? i : 0)) * a.w_row_bytes);
+    const int64_t next = 8 * static_cast<int64_t>(a.w_row_bytes);
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; ++b) {
+        q4_k_rows& o = out[b];
+        for (int i = 0; i < 8; ++i) prefetch_block_l2(&row[i][b], next);
+        // 32 bytes c of the nibbles: low nibbles are sub-block 2c, high 2c + 1
+        for (int c = 0; c < 4; ++c) {
+            for (int half = 0; half < 2; ++half) {
+                __m256i v[8];
+                for (int i = 0; i < 8; ++i) {
+                    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[i][b].qs + 32 * c));
+                    v[i] = _mm256_and_si256(half == 0 ? raw : _mm256_srli_epi16(raw, 4), low4);
+                }
+                transpose8x8(v);
+                for (int k = 0; k < 8; ++k) _mm256_store_si256(reinterpret_cast<__m256i*>(o.quants[8 * (2 * c + half) + k]), v[k]);
+            }
+        }
+        for (int i = 0; i < 8; ++i) {
+            uint8_t sm[16];
+            q4_k_unpack_scales(row[i][b].scales, sm);
+            for (int sb = 0; sb < 8; ++sb) o.scales[sb][i] = sm[sb] * 0x10001u;
+            for (int p = 0; p < 4; ++p) o.mins[p][i] = sm[8 + 2 * p] | (static_cast<uint32_t>(sm[9 + 2 * p]) << 16);
+            o.d[i] = half_to_float(row[i][b].d);
+            o.dmin[i] = half_to_float(row[i][b].dmin);
+        }
+    }
+}
+
+inline uint32_t load_u32(const void* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+// Tokens t.. t + NT - 1 against the 8 rows laid out at w; lanes outside
+// `keep` are not stored.
+template <int NT>
+TACHYON_AVX2 void q4_k_tokens8(const gemm_args& a, const q4_k_rows* w, int64_t nb, int64_t r, int64_t t, __m256i keep) {
+    const block_q8_k* x[NT];
+    for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
+    __m256 acc[NT];
+#pragma GCC unroll 16
+    for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const q4_k_rows& blk = w[b];
+        __m256i sumi[NT];
+#pragma GCC unroll 8
+        for (int sb = 0; sb < 8; ++sb) {
+            __m256i s16[NT];
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; ++k) {
+                const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk.quants[8 * sb + k]));
+#pragma GCC unroll 16
+                for (int j = 0; j < NT; ++j) {
+                    const __m256i p = _mm256_maddubs_epi16(q, _mm256_set1_epi32(static_cast<int>(load_u32(x[j][b].qs + 32 * sb + 4 * k))));
+                    s16[j] = k == 0 ? p : _mm256_add_epi16(s16[j], p);
+                    // keeps the sums a chain (a tree holds every product live and spills)
+                    __asm__("" : "+x"(s16[j]));
+                }
+            }
+            const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk.scales[sb]));
+#pragma GCC unroll 16
+            for (int j = 0; j < NT; ++j) {
+                const __m256i v = _mm256_madd_epi16(s16[j], sc);
+                sumi[j] = sb == 0 ? v : _mm256_add_epi32(sumi[j], v);
+            }
+        }
+        const __m256 dw = _mm256_load_ps(blk.d), mw = _mm256_load_ps(blk.dmin);
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; ++j) {
+            // the token's sums of 32 (pairs of its bsums), two per dword
+            alignas(16) uint32_t xs[4];
+            const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[j][b].bsums));
+            const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[j][b].bsums + 8));
+            _mm_store_si128(reinterpret_cast<__m128i*>(xs), _mm_hadd_epi16(lo, hi));
+            __m256i summ = _mm256_madd_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk.mins[0])), _mm256_set1_epi32(static_cast<int>(xs[0])));
+#pragma GCC unroll 4
+            for (int p = 1; p < 4; ++p)
+                summ = _mm256_add_epi32(summ, _mm256_madd_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk.mins[p])),
+                                                                _mm256_set1_epi32(static_cast<int>(xs[p]))));
+            const __m256 dx = _mm256_set1_ps(x[j][b].d);
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[j]), _mm256_mul_ps(dw, dx), acc[j]);
+            acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(summ), _mm256_mul_ps(mw, dx), acc[j]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < NT; ++j) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
+}
+
+constexpr int q4_k_nt = 4;  // tokens per tile: 4 int16, 4 int32 and 4 float sums of the 16 registers
+
+template <int NT = q4_k_nt - 1>
+TACHYON_AVX2 void q4_k_tail8(const gemm_args& a, const q4_k_rows* w, int64_t nb, int64_t r, int64_t t, __m256i keep, int64_t n) {
+    if constexpr (NT >= 1) {
+        if (n == NT) return q4_k_tokens8<NT>(a, w, nb, r, t, keep);
+        q4_k_tail8<NT - 1>(a, w, nb, r, t, keep, n);
+    }
+}
+
+// Activations of a panel of tokens: in L2 (512 KiB on Zen 3) while every
+// row group of the range passes.
+constexpr int64_t q4_k_panel_bytes = int64_t{256} << 10;
+
+TACHYON_AVX2 void gemm_q4_k_rows8(const gemm_args& a, int64_t r0, int64_t r1) {
+    const int64_t nb = a.n_cols / qk_k;
+    thread_local std::vector<q4_k_rows> buffer;
+    if (buffer.size() < static_cast<size_t>(nb)) buffer.resize(static_cast<size_t>(nb));
+    const int64_t panel = std::max<int64_t>(q4_k_nt, q4_k_panel_bytes / static_cast<int64_t>(a.x_row_bytes) / q4_k_nt * q4_k_nt);
+    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
+        const int64_t t1 = std::min(a.n_tokens, t0 + panel);
+        for (int64_t r = r0; r < r1; r += 8) {
+            const int n = static_cast<int>(std::min<int64_t>(8, r1 - r));
+            lay_out_q4_k(a, r, n, nb, buffer.data());
+            const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+            int64_t t = t0;
+            for (; t + q4_k_nt <= t1; t += q4_k_nt) q4_k_tokens8<q4_k_nt>(a, buffer.data(), nb, r, t, keep);
+            q4_k_tail8(a, buffer.data(), nb, r, t, keep, t1 - t);
+        }
+    }
+}
+
+// q4_K batches of this many tokens and more take the 8-row layout: at 3
+// k_tile was ahead (interleaved runs of the command above, us: 3 tokens
+// 274-317 against 239-264, 4 303-345 / 326-330, 5 354-362 / 435-438).
+constexpr int64_t min_tokens_q4_k_rows = 4;
+
+template <class K>
+TACHYON_AVX2 void gemm_q4_k(const gemm_args& a, int64_t r0, int64_t r1) {
+    if (a.n_tokens >= min_tokens_q4_k_rows) return gemm_q4_k_rows8(a, r0, r1);
+    gemm<K>(a, r0, r1);
+}
+
 }  // namespace
 
 const type_kernels* avx2_kquant_kernels(tensor_type weight, quantize_fn quantize_q8_k) {
@@ -324,7 +511,7 @@ const type_kernels* avx2_kquant_kernels(tensor_type weight, quantize_fn quantize
     using q3_k_tile = k_tile<q3_k_sums>;
     using q2_k_tile = k_tile<q2_k_sums>;
     using iq4_xs_tile = k_tile<iq4_xs_sums>;
-    static const type_kernels q4_k{gemm<q4_k_tile>, dot<q4_k_tile>, quantize_q8_k};
+    static const type_kernels q4_k{gemm_q4_k<q4_k_tile>, dot<q4_k_tile>, quantize_q8_k};
     static const type_kernels q5_k{gemm<q5_k_tile>, dot<q5_k_tile>, quantize_q8_k};
     static const type_kernels q6_k{gemm<q6_k_tile>, dot<q6_k_tile>, quantize_q8_k};
     static const type_kernels q3_k{gemm<q3_k_tile>, dot<q3_k_tile>, quantize_q8_k};

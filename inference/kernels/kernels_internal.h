@@ -51,8 +51,8 @@ const type_kernels* amx_kernels(tensor_type weight);
 // against every token, 16 rows (AVX-512) or 8 (AVX2, AVX-VNNI) at a time in
 // the vector lanes, each group laid out again into an L1 buffer once per
 // panel of tokens. nullptr for a type the level has none for: AVX-512 q4_0,
-// q4_1, q5_0, q5_1, q8_0, iq4_nl; AVX-VNNI the same; AVX2 q4_0, q4_1, q5_0,
-// q5_1 (q8_0's and iq4_nl's bytes overflow maddubs).
+// q4_1, q5_0, q5_1, q8_0, iq4_nl; AVX-VNNI and AVX2 the same (AVX2 lays q8_0
+// and iq4_nl out as signed values, whose bytes + 128 overflow maddubs).
 using gemm_fn = void (*)(const gemm_args& a, int64_t r0, int64_t r1);
 gemm_fn prompt_gemm_avx512(tensor_type weight);
 gemm_fn prompt_gemm_avx_vnni(tensor_type weight);

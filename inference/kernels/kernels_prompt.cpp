@@ -23,7 +23,9 @@
 // looked up by the layout pass) as value + 128, q5_0 / q5_1 as their 5-bit
 // quants. Weights stored q + offset (q4_0: 8, q5_0: 16, q8_0 / iq4_nl: 128)
 // give a block's integer dot that starts at -offset * (the sum of its
-// activations), computed once per token and block before the tiles run;
+// activations), computed once per token and block before the tiles run
+// (at AVX2, whose maddubs the bytes + 128 overflow, q8_0 and iq4_nl are
+// laid out as their signed values: tokens8 and tokens8_split say how);
 // q4_1 and q5_1 (q8_1 activations) start at 0 and add their min times the
 // activations' block sum, m * s, per block. Every lane (row) sums its
 // blocks in order whatever the grouping, so threads splitting the rows
@@ -349,9 +351,10 @@ TACHYON_PROMPT_AVX2 inline __m256i fifth_bits8(__m256i qh, int m) {
 }
 
 // Half h of block b of rows k and 4 + k as stored bytes, row 4L + k in
-// 128-bit lane L (nibbles: the 16 bytes as they are). q8_0's and iq4_nl's
-// bytes (value + 128) do not fit maddubs and take the AVX-VNNI tiles only.
-template <class B>
+// 128-bit lane L (nibbles: the 16 bytes as they are). q8_0 and iq4_nl come
+// as value + 128 for dpbusd, or (Signed, for AVX2's maddubs, which their
+// bytes + 128 overflow) as the signed values themselves.
+template <class B, bool Signed = false>
 TACHYON_PROMPT_AVX2 inline __m256i quants8(const B* const (&row)[8], int64_t b, int k, int h) {
     constexpr bool bytes_in_place = std::is_same_v<B, block_q8_0>;
     const int o = bytes_in_place ? 16 * h : 0;
@@ -360,17 +363,17 @@ TACHYON_PROMPT_AVX2 inline __m256i quants8(const B* const (&row)[8], int64_t b, 
     if constexpr (prompt_type<B>::nibbles) {
         return z;
     } else if constexpr (bytes_in_place) {
-        return _mm256_xor_si256(z, _mm256_set1_epi8(static_cast<char>(0x80)));
+        return Signed ? z : _mm256_xor_si256(z, _mm256_set1_epi8(static_cast<char>(0x80)));
     } else if constexpr (std::is_same_v<B, block_iq4_nl>) {
-        const __m256i levels = _mm256_xor_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values))),
-                                                _mm256_set1_epi8(static_cast<char>(0x80)));
+        const __m256i values = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values)));
+        const __m256i levels = Signed ? values : _mm256_xor_si256(values, _mm256_set1_epi8(static_cast<char>(0x80)));
         return _mm256_shuffle_epi8(levels, n);
     } else {
         return n;  // q5_0 / q5_1: fifth_bits8 adds the fifth bits after the transpose
     }
 }
 
-template <class B>
+template <class B, bool Signed = false>
 TACHYON_PROMPT_AVX2 void lay_out8(const gemm_args& a, int64_t r, int n, int64_t nb, rows_of<B, 8>* out) {
     constexpr int dw = prompt_type<B>::nibbles ? 4 : 8;
     const B* row[8];
@@ -390,7 +393,7 @@ TACHYON_PROMPT_AVX2 void lay_out8(const gemm_args& a, int64_t r, int n, int64_t 
         }
         for (int h = 0; h < dw / 4; ++h) {
             __m256i v[4];  // lane L: the quants of row 4L + k
-            for (int k = 0; k < 4; ++k) v[k] = quants8(row, b, k, h);
+            for (int k = 0; k < 4; ++k) v[k] = quants8<B, Signed>(row, b, k, h);
             const __m256i t0 = _mm256_unpacklo_epi32(v[0], v[1]), t1 = _mm256_unpackhi_epi32(v[0], v[1]);
             const __m256i t2 = _mm256_unpacklo_epi32(v[2], v[3]), t3 = _mm256_unpackhi_epi32(v[2], v[3]);
             __m256i q[4] = {_mm256_unpacklo_epi64(t0, t2), _mm256_unpackhi_epi64(t0, t2), _mm256_unpacklo_epi64(t1, t3),
@@ -417,10 +420,21 @@ TACHYON_PROMPT_AVX2 void lay_out8(const gemm_args& a, int64_t r, int n, int64_t 
 // pairs add up in int16 before one madd widens them. q5 bytes: pairs stay
 // within 2 * 31 * 128, half a block's 8 products within 31744, so each half
 // adds up in int16 and takes a madd.
+//
+// q8_0 and iq4_nl, laid out as their signed values (lay_out8<B, true>):
+// maddubs takes |w| (unsigned) against x carrying w's sign, one psignb per
+// token and dword, and each pair sum (up to 2 * 128 * 127) widens by its
+// own madd, as two of them may overflow int16; their dot starts at 0.
+// Batches of fewer than min_tokens_split tokens (tokens8_split takes the
+// rest): against the q8 tile it did in us 255 / 312 at 3 tokens
+// (kernels_avx2.cpp has more). Tiles of 5 and 6 tokens measured no faster
+// (256 tokens: 14389 us at 4, 14719 at 5, 15369 at 6).
+template <class B>
+constexpr bool signed_bytes8 = std::is_same_v<B, block_iq4_nl> || std::is_same_v<B, block_q8_0>;
+
 template <class B, int NT>
 TACHYON_PROMPT_AVX2 void tokens8(const gemm_args& a, const rows_of<B, 8>* w, int64_t nb, const act_sums& s, int64_t r, int64_t t,
                                  __m256i keep) {
-    static_assert(!std::is_same_v<B, block_iq4_nl> && !std::is_same_v<B, block_q8_0>);
     using xblock = typename prompt_type<B>::act;
     const int8_t* xq[NT];
     for (int j = 0; j < NT; ++j) xq[j] = reinterpret_cast<const xblock*>(a.x + (t + j) * a.x_row_bytes)->qs;
@@ -455,6 +469,18 @@ TACHYON_PROMPT_AVX2 void tokens8(const gemm_args& a, const rows_of<B, 8>* w, int
             }
 #pragma GCC unroll 16
             for (int j = 0; j < NT; ++j) sum[j] = _mm256_madd_epi16(sum[j], ones);
+        } else if constexpr (signed_bytes8<B>) {
+#pragma GCC unroll 8
+            for (int m = 0; m < 8; ++m) {
+                const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk.quants[m]));
+                const __m256i av = _mm256_sign_epi8(v, v);
+#pragma GCC unroll 16
+                for (int j = 0; j < NT; ++j) {
+                    const __m256i xv = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m)));
+                    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(xv, v)), ones);
+                    sum[j] = m == 0 ? p : _mm256_add_epi32(sum[j], p);
+                }
+            }
         } else {
             __m256i half[NT];
 #pragma GCC unroll 8
@@ -473,7 +499,7 @@ TACHYON_PROMPT_AVX2 void tokens8(const gemm_args& a, const rows_of<B, 8>* w, int
         const __m256 dw = _mm256_load_ps(blk.d);
 #pragma GCC unroll 16
         for (int j = 0; j < NT; ++j) {
-            const __m256i d = _mm256_add_epi32(sum[j], _mm256_set1_epi32(start[b * a.n_tokens + j]));
+            const __m256i d = signed_bytes8<B> ? sum[j] : _mm256_add_epi32(sum[j], _mm256_set1_epi32(start[b * a.n_tokens + j]));
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_mul_ps(dw, _mm256_set1_ps(dx[b * a.n_tokens + j])), acc[j]);
         }
         if constexpr (prompt_type<B>::min) {
@@ -484,6 +510,105 @@ TACHYON_PROMPT_AVX2 void tokens8(const gemm_args& a, const rows_of<B, 8>* w, int
     }
 #pragma GCC unroll 16
     for (int j = 0; j < NT; ++j) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
+}
+
+constexpr int nt8 = 4;  // tokens per AVX2 tile: 4 int16 and 4 float sums of the 16 registers
+
+// q8_0 and iq4_nl batches of min_tokens_split tokens and more, the other
+// way round: the activations are the unsigned side, x + 128 = 16 h + l
+// split into its nibbles once per token (split_activations), and the
+// weights stay signed bytes, so that x . w = 16 (h . w) + (l . w) - 128 *
+// sum w, the last term once per row group and block (row_bias8). A nibble
+// against a signed byte makes pairs within 2 * 15 * 128, a block's 16
+// products per int16 lane within 30720: each token and dword costs 2
+// maddubs and 2 int16 adds, against tokens8's psignb, maddubs, madd and
+// add, one fewer multiply-port operation. Measured on the Xeon (Sapphire
+// Rapids class) forced to AVX2, q8_0, `TACHYON_KERNELS=avx2 tachyon bench
+// matmul --type q8_0 --tokens 3,4,8,16,64,256 -t 1 --mib 64
+// --no-bandwidth`, us against tokens8: 3 tokens 307-313 / 272-284, 8
+// 591-609 / 569-590, 16 1046-1060 / 1060-1121, 64 3294-3421 / 3661-3704,
+// 256 12286-12775 / 14463-14941 (iq4_nl 256: 12843 / 14670); the few tokens
+// lose on the bias pass and the wider activations.
+constexpr int64_t min_tokens_split = 16;
+
+// Token t's block b as x + 128 split into nibbles: split[(t * nb + b) * 64
+// ..]: bytes 0..31 the low nibbles, 32..63 the high ones.
+TACHYON_PROMPT_AVX2 void split_activations(const gemm_args& a, int64_t nb, std::vector<uint8_t>& split) {
+    const size_t n = static_cast<size_t>(a.n_tokens * nb * 64);
+    if (split.size() < n) split.resize(n);
+    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80)), low4 = _mm256_set1_epi8(0x0f);
+    for (int64_t t = 0; t < a.n_tokens; ++t) {
+        const auto* x = reinterpret_cast<const block_q8_0*>(a.x + t * a.x_row_bytes);
+        uint8_t* o = split.data() + t * nb * 64;
+        for (int64_t b = 0; b < nb; ++b) {
+            const __m256i u = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs)), flip);
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 64 * b), _mm256_and_si256(u, low4));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + 64 * b + 32), _mm256_and_si256(_mm256_srli_epi16(u, 4), low4));
+        }
+    }
+}
+
+// -128 * (the sum of each row's 32 signed quants), per block, of the 8
+// rows laid out at w.
+template <class B>
+TACHYON_PROMPT_AVX2 void row_bias8(const rows_of<B, 8>* w, int64_t nb, __m256i* bias) {
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    for (int64_t b = 0; b < nb; ++b) {
+        __m256i sum = _mm256_setzero_si256();
+        for (int m = 0; m < 8; ++m) {
+            const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[b].quants[m]));
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, v), ones16));
+        }
+        _mm256_storeu_si256(bias + b, _mm256_slli_epi32(_mm256_sub_epi32(_mm256_setzero_si256(), sum), 7));
+    }
+}
+
+// Tokens t.. t + NT - 1 (their split activations at split) against the 8
+// rows of signed quants at w, whose bias row_bias8 gave.
+template <class B, int NT>
+TACHYON_PROMPT_AVX2 void tokens8_split(const gemm_args& a, const rows_of<B, 8>* w, int64_t nb, const act_sums& s, int64_t r, int64_t t,
+                                       __m256i keep, const uint8_t* split, const __m256i* bias) {
+    const uint8_t* xs[NT];
+    for (int j = 0; j < NT; ++j) xs[j] = split + (t + j) * nb * 64;
+    const float* dx = s.d.data() + t;
+    const __m256i ones = _mm256_set1_epi16(1), sixteen = _mm256_set1_epi16(16);
+    __m256 acc[NT];
+#pragma GCC unroll 16
+    for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const auto& blk = w[b];
+        __m256i lo[NT], hi[NT];  // the products with l and with h, in int16
+#pragma GCC unroll 8
+        for (int m = 0; m < 8; ++m) {
+            const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk.quants[m]));
+#pragma GCC unroll 16
+            for (int j = 0; j < NT; ++j) {
+                const __m256i pl = _mm256_maddubs_epi16(_mm256_set1_epi32(static_cast<int>(load_u32(xs[j] + 64 * b + 4 * m))), v);
+                const __m256i ph = _mm256_maddubs_epi16(_mm256_set1_epi32(static_cast<int>(load_u32(xs[j] + 64 * b + 32 + 4 * m))), v);
+                lo[j] = m == 0 ? pl : _mm256_add_epi16(lo[j], pl);
+                hi[j] = m == 0 ? ph : _mm256_add_epi16(hi[j], ph);
+                __asm__("" : "+x"(lo[j]), "+x"(hi[j]));  // chains, as in tokens8
+            }
+        }
+        const __m256 dw = _mm256_load_ps(blk.d);
+        const __m256i bb = _mm256_loadu_si256(bias + b);
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; ++j) {
+            const __m256i d = _mm256_add_epi32(_mm256_add_epi32(_mm256_madd_epi16(lo[j], ones), _mm256_madd_epi16(hi[j], sixteen)), bb);
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_mul_ps(dw, _mm256_set1_ps(dx[b * a.n_tokens + j])), acc[j]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < NT; ++j) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
+}
+
+template <class B, int NT = nt8 - 1>
+TACHYON_PROMPT_AVX2 void tail8_split(const gemm_args& a, const rows_of<B, 8>* w, int64_t nb, const act_sums& s, int64_t r, int64_t t,
+                                     __m256i keep, int64_t n, const uint8_t* split, const __m256i* bias) {
+    if constexpr (NT >= 1) {
+        if (n == NT) return tokens8_split<B, NT>(a, w, nb, s, r, t, keep, split, bias);
+        tail8_split<B, NT - 1>(a, w, nb, s, r, t, keep, n, split, bias);
+    }
 }
 
 // The same with AVX-VNNI: each 4-byte product sum accumulates into the
@@ -543,7 +668,6 @@ TACHYON_PROMPT_AVX_VNNI void tokens8_vnni(const gemm_args& a, const rows_of<B, 8
     for (int j = 0; j < NT; ++j) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
 }
 
-constexpr int nt8 = 4;  // tokens per AVX2 tile: 4 int16 and 4 float sums of the 16 registers
 
 // Tokens t.. t + n - 1 (n < nt8) against the 8 rows at w, with tokens8 or
 // (Vnni) tokens8_vnni.
@@ -596,11 +720,38 @@ void gemm_prompt_avx512(const gemm_args& a, int64_t r0, int64_t r1) {
 template <class B, bool Vnni>
 void gemm_prompt_avx2(const gemm_args& a, int64_t r0, int64_t r1) {
     using rows = rows_of<B, 8>;
+    if constexpr (!Vnni && signed_bytes8<B>) {
+        if (a.n_tokens >= min_tokens_split) {
+            const int64_t nb = a.n_cols / qk_32;
+            thread_local act_sums s;
+            thread_local std::vector<uint8_t> split;  // [n_tokens, nb, 64]
+            // [nb] vectors of 8 int32, read and written unaligned (a
+            // std::vector<__m256i> drops the type's alignment attribute)
+            thread_local std::vector<int32_t> bias;
+            if (bias.size() < static_cast<size_t>(8 * nb)) bias.resize(static_cast<size_t>(8 * nb));
+            sum_activations<block_q8_0>(a, nb, 0, s);
+            split_activations(a, nb, split);
+            by_row_groups<8, rows>(
+                a, r0, r1, nt8,
+                [&](int64_t r, int n, rows* w) {
+                    lay_out8<B, true>(a, r, n, nb, w);
+                    row_bias8<B>(w, nb, reinterpret_cast<__m256i*>(bias.data()));
+                },
+                [&](int64_t r, int64_t t0, int64_t t1, int n, const rows* w) TACHYON_PROMPT_AVX2 {
+                    const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+                    int64_t t = t0;
+                    for (; t + nt8 <= t1; t += nt8) tokens8_split<B, nt8>(a, w, nb, s, r, t, keep, split.data(), reinterpret_cast<const __m256i*>(bias.data()));
+                    tail8_split<B>(a, w, nb, s, r, t, keep, t1 - t, split.data(), reinterpret_cast<const __m256i*>(bias.data()));
+                });
+            return;
+        }
+    }
+    constexpr bool is_signed = !Vnni && signed_bytes8<B>;  // maddubs: the signed values, no offset
     const int64_t nb = a.n_cols / qk_32;
     thread_local act_sums s;
-    sum_activations<typename prompt_type<B>::act>(a, nb, prompt_type<B>::offset, s);
+    sum_activations<typename prompt_type<B>::act>(a, nb, is_signed ? 0 : prompt_type<B>::offset, s);
     by_row_groups<8, rows>(
-        a, r0, r1, nt8, [&](int64_t r, int n, rows* w) { lay_out8<B>(a, r, n, nb, w); },
+        a, r0, r1, nt8, [&](int64_t r, int n, rows* w) { lay_out8<B, is_signed>(a, r, n, nb, w); },
         [&](int64_t r, int64_t t0, int64_t t1, int n, const rows* w) TACHYON_PROMPT_AVX2 {
             const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
             int64_t t = t0;
@@ -642,6 +793,8 @@ gemm_fn prompt_gemm_avx2(tensor_type weight) {
     switch (weight) {
         case tensor_type::q4_0: return gemm_prompt_avx2<block_q4_0, false>;
         case tensor_type::q4_1: return gemm_prompt_avx2<block_q4_1, false>;
+        case tensor_type::q8_0: return gemm_prompt_avx2<block_q8_0, false>;
+        case tensor_type::iq4_nl: return gemm_prompt_avx2<block_iq4_nl, false>;
         case tensor_type::q5_0: return gemm_prompt_avx2<block_q5_0, false>;
         case tensor_type::q5_1: return gemm_prompt_avx2<block_q5_1, false>;
         default: return nullptr;
