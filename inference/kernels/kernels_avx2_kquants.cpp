@@ -461,44 +461,165 @@ TACHYON_AVX2 void q4_k_tokens8(const gemm_args& a, const q4_k_rows* w, int64_t n
 
 constexpr int q4_k_nt = 4;  // tokens per tile: 4 int16, 4 int32 and 4 float sums of the 16 registers
 
-template <int NT = q4_k_nt - 1>
-TACHYON_AVX2 void q4_k_tail8(const gemm_args& a, const q4_k_rows* w, int64_t nb, int64_t r, int64_t t, __m256i keep, int64_t n) {
+template <class Q, int NT = q4_k_nt - 1>
+TACHYON_AVX2 void k_rows8_tail(const gemm_args& a, const typename Q::rows* w, int64_t nb, int64_t r, int64_t t, __m256i keep, int64_t n) {
     if constexpr (NT >= 1) {
-        if (n == NT) return q4_k_tokens8<NT>(a, w, nb, r, t, keep);
-        q4_k_tail8<NT - 1>(a, w, nb, r, t, keep, n);
+        if (n == NT) return Q::template tokens<NT>(a, w, nb, r, t, keep);
+        k_rows8_tail<Q, NT - 1>(a, w, nb, r, t, keep, n);
     }
 }
+
+// From 4 tokens: at 3 k_tile was ahead (interleaved runs of the command
+// above q4_k_rows, us: 3 tokens 274-317 against 239-264, 4 303-345 /
+// 326-330, 5 354-362 / 435-438).
+struct q4_k_layout {
+    using rows = q4_k_rows;
+    static constexpr int64_t min_tokens = 4;
+    TACHYON_AVX2 static void lay_out(const gemm_args& a, int64_t r, int n, int64_t nb, rows* out) { lay_out_q4_k(a, r, n, nb, out); }
+    template <int NT>
+    TACHYON_AVX2 static void tokens(const gemm_args& a, const rows* w, int64_t nb, int64_t r, int64_t t, __m256i keep) {
+        q4_k_tokens8<NT>(a, w, nb, r, t, keep);
+    }
+};
+
+// ---- q6_K batches: the same 8 rows in the vector lanes ------------------------
+//
+// As q4_K above, the 6-bit values (q + 32, 0..63) unpacked to bytes as
+// [dword][row], each sub-block of 16's signed scale as int16 per row. Two
+// maddubs of a token (4 products of at most 63 * 127 per int16 lane) still
+// fit in int16, so a sub-block of 16 costs each token 4 maddubs, 2 int16
+// adds and 2 madds by the rows' scales; the 32 * sum(scale * x) the stored
+// offset adds comes off once per block from the token's bsums (8 madds).
+struct alignas(32) q6_k_rows {
+    uint32_t quants[64][8];  // [dword][row]: elements 4k..4k+3 of the block, 0..63 each
+    uint32_t scales[16][8];  // [s][row]: sub-block s's scale in both int16 halves
+    uint32_t pairs[8][8];    // [p][row]: the scales of sub-blocks 2p (low int16) and 2p + 1 (high)
+    float d[8];
+};
+
+// From 12 tokens: below, k_tile's one unpacking per 4 tokens costs less
+// than the layout (the Xeon forced to AVX2, `TACHYON_KERNELS=avx2 tachyon
+// bench matmul --type q6_k --tokens 4,8,16,64,256 -t 1 --mib 64
+// --no-bandwidth`, us against k_tile: 4 tokens 552 / 337, 8 715 / 621, 16
+// 970 / 1218, 64 2510 / 5005, 256 9068 / 19535; prompts of 512 on the 220M
+// Q6_K model 174 -> 325 tokens/s, on the Qwen2.5-1.5B-shaped Q4_K_M 48.9 ->
+// 53.3).
+struct q6_k_layout {
+    using rows = q6_k_rows;
+    static constexpr int64_t min_tokens = 12;
+
+    // Rows r.. r + n - 1 (n <= 8); rows past n repeat row r.
+    TACHYON_AVX2 static void lay_out(const gemm_args& a, int64_t r, int n, int64_t nb, rows* out) {
+        const block_q6_k* row[8];
+        for (int i = 0; i < 8; ++i) row[i] = reinterpret_cast<const block_q6_k*>(a.w + (r + (i < n ? i : 0)) * a.w_row_bytes);
+        const int64_t next = 8 * static_cast<int64_t>(a.w_row_bytes);
+        const __m256i low4 = _mm256_set1_epi8(0x0f), three = _mm256_set1_epi8(3);
+        const auto load = [](const uint8_t* p) TACHYON_AVX2 { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
+        const auto high2 = [&](__m256i qh, int shift) TACHYON_AVX2 {
+            return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), three), 4);
+        };
+        for (int64_t b = 0; b < nb; ++b) {
+            q6_k_rows& o = out[b];
+            for (int i = 0; i < 8; ++i) prefetch_block_l2(&row[i][b], next);
+            // elements 128h + 32k + l: low 4 bits in nibble k / 2 of ql[64h + 32 (k % 2) + l],
+            // high 2 in bits 2k, 2k + 1 of qh[32h + l]
+            for (int h = 0; h < 2; ++h) {
+                for (int k = 0; k < 4; ++k) {
+                    __m256i v[8];
+                    for (int i = 0; i < 8; ++i) {
+                        const block_q6_k& w = row[i][b];
+                        const __m256i ql = load(w.ql + 64 * h + 32 * (k % 2));
+                        const __m256i nib = _mm256_and_si256(k < 2 ? ql : _mm256_srli_epi16(ql, 4), low4);
+                        v[i] = _mm256_or_si256(nib, high2(load(w.qh + 32 * h), 2 * k));
+                    }
+                    transpose8x8(v);
+                    for (int m = 0; m < 8; ++m) _mm256_store_si256(reinterpret_cast<__m256i*>(o.quants[8 * (4 * h + k) + m]), v[m]);
+                }
+            }
+            for (int i = 0; i < 8; ++i) {
+                const auto half = [](int8_t v) { return static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int16_t>(v))); };
+                const int8_t* sc = row[i][b].scales;
+                for (int sb = 0; sb < 16; ++sb) o.scales[sb][i] = half(sc[sb]) * 0x10001u;
+                for (int p = 0; p < 8; ++p) o.pairs[p][i] = half(sc[2 * p]) | (half(sc[2 * p + 1]) << 16);
+                o.d[i] = half_to_float(row[i][b].d);
+            }
+        }
+    }
+
+    template <int NT>
+    TACHYON_AVX2 static void tokens(const gemm_args& a, const rows* w, int64_t nb, int64_t r, int64_t t, __m256i keep) {
+        const block_q8_k* x[NT];
+        for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
+        __m256 acc[NT];
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
+        for (int64_t b = 0; b < nb; ++b) {
+            const q6_k_rows& blk = w[b];
+            __m256i sumi[NT];
+#pragma GCC unroll 16
+            for (int j = 0; j < NT; ++j) sumi[j] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int sb = 0; sb < 16; ++sb) {
+                __m256i q[4];
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; ++k) q[k] = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk.quants[4 * sb + k]));
+                const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk.scales[sb]));
+#pragma GCC unroll 16
+                for (int j = 0; j < NT; ++j) {
+                    const uint8_t* xq = reinterpret_cast<const uint8_t*>(x[j][b].qs) + 16 * sb;
+                    const auto term = [&](int k) TACHYON_AVX2 {
+                        return _mm256_maddubs_epi16(q[k], _mm256_set1_epi32(static_cast<int>(load_u32(xq + 4 * k))));
+                    };
+                    const __m256i s0 = _mm256_add_epi16(term(0), term(1)), s1 = _mm256_add_epi16(term(2), term(3));
+                    sumi[j] = _mm256_add_epi32(sumi[j], _mm256_add_epi32(_mm256_madd_epi16(s0, sc), _mm256_madd_epi16(s1, sc)));
+                }
+            }
+            const __m256 dw = _mm256_load_ps(blk.d);
+#pragma GCC unroll 16
+            for (int j = 0; j < NT; ++j) {
+                __m256i off = _mm256_setzero_si256();
+#pragma GCC unroll 8
+                for (int p = 0; p < 8; ++p)
+                    off = _mm256_add_epi32(off, _mm256_madd_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk.pairs[p])),
+                                                                  _mm256_set1_epi32(static_cast<int>(load_u32(x[j][b].bsums + 2 * p)))));
+                const __m256i v = _mm256_sub_epi32(sumi[j], _mm256_slli_epi32(off, 5));
+                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(dw, _mm256_set1_ps(x[j][b].d)), acc[j]);
+            }
+        }
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; ++j) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
+    }
+};
 
 // Activations of a panel of tokens: in L2 (512 KiB on Zen 3) while every
 // row group of the range passes.
 constexpr int64_t q4_k_panel_bytes = int64_t{256} << 10;
 
-TACHYON_AVX2 void gemm_q4_k_rows8(const gemm_args& a, int64_t r0, int64_t r1) {
+// Q: the layout of a type's 8-row groups (q4_k_layout, q6_k_layout).
+template <class Q>
+TACHYON_AVX2 void gemm_k_rows8(const gemm_args& a, int64_t r0, int64_t r1) {
+    using rows = typename Q::rows;
     const int64_t nb = a.n_cols / qk_k;
-    thread_local std::vector<q4_k_rows> buffer;
+    thread_local std::vector<rows> buffer;
     if (buffer.size() < static_cast<size_t>(nb)) buffer.resize(static_cast<size_t>(nb));
     const int64_t panel = std::max<int64_t>(q4_k_nt, q4_k_panel_bytes / static_cast<int64_t>(a.x_row_bytes) / q4_k_nt * q4_k_nt);
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
         const int64_t t1 = std::min(a.n_tokens, t0 + panel);
         for (int64_t r = r0; r < r1; r += 8) {
             const int n = static_cast<int>(std::min<int64_t>(8, r1 - r));
-            lay_out_q4_k(a, r, n, nb, buffer.data());
+            Q::lay_out(a, r, n, nb, buffer.data());
             const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
             int64_t t = t0;
-            for (; t + q4_k_nt <= t1; t += q4_k_nt) q4_k_tokens8<q4_k_nt>(a, buffer.data(), nb, r, t, keep);
-            q4_k_tail8(a, buffer.data(), nb, r, t, keep, t1 - t);
+            for (; t + q4_k_nt <= t1; t += q4_k_nt) Q::template tokens<q4_k_nt>(a, buffer.data(), nb, r, t, keep);
+            k_rows8_tail<Q>(a, buffer.data(), nb, r, t, keep, t1 - t);
         }
     }
 }
 
-// q4_K batches of this many tokens and more take the 8-row layout: at 3
-// k_tile was ahead (interleaved runs of the command above, us: 3 tokens
-// 274-317 against 239-264, 4 303-345 / 326-330, 5 354-362 / 435-438).
-constexpr int64_t min_tokens_q4_k_rows = 4;
-
-template <class K>
-TACHYON_AVX2 void gemm_q4_k(const gemm_args& a, int64_t r0, int64_t r1) {
-    if (a.n_tokens >= min_tokens_q4_k_rows) return gemm_q4_k_rows8(a, r0, r1);
+// Batches of Q::min_tokens and more take the type's 8-row layout, fewer k_tile.
+template <class K, class Q>
+TACHYON_AVX2 void gemm_k_by_tokens(const gemm_args& a, int64_t r0, int64_t r1) {
+    if (a.n_tokens >= Q::min_tokens) return gemm_k_rows8<Q>(a, r0, r1);
     gemm<K>(a, r0, r1);
 }
 
@@ -511,9 +632,9 @@ const type_kernels* avx2_kquant_kernels(tensor_type weight, quantize_fn quantize
     using q3_k_tile = k_tile<q3_k_sums>;
     using q2_k_tile = k_tile<q2_k_sums>;
     using iq4_xs_tile = k_tile<iq4_xs_sums>;
-    static const type_kernels q4_k{gemm_q4_k<q4_k_tile>, dot<q4_k_tile>, quantize_q8_k};
+    static const type_kernels q4_k{gemm_k_by_tokens<q4_k_tile, q4_k_layout>, dot<q4_k_tile>, quantize_q8_k};
     static const type_kernels q5_k{gemm<q5_k_tile>, dot<q5_k_tile>, quantize_q8_k};
-    static const type_kernels q6_k{gemm<q6_k_tile>, dot<q6_k_tile>, quantize_q8_k};
+    static const type_kernels q6_k{gemm_k_by_tokens<q6_k_tile, q6_k_layout>, dot<q6_k_tile>, quantize_q8_k};
     static const type_kernels q3_k{gemm<q3_k_tile>, dot<q3_k_tile>, quantize_q8_k};
     static const type_kernels q2_k{gemm<q2_k_tile>, dot<q2_k_tile>, quantize_q8_k};
     static const type_kernels iq4_xs{gemm<iq4_xs_tile>, dot<iq4_xs_tile>, quantize_q8_k};

@@ -12,9 +12,9 @@
 #include "inference/gguf/fp16.h"
 #include "inference/gguf/quant.h"
 
-// The AVX2 batch paths of q8_0, iq4_nl, f16 and q4_K (kernels_prompt.cpp's
+// The AVX2 batch paths of q8_0, iq4_nl, f16, q4_K and q6_K (kernels_prompt.cpp's
 // 8-row tiles, kernels_avx2.cpp's columns_tile, kernels_avx2_kquants.cpp's
-// 8-row q4_K layout) against the dequantized weights in double precision,
+// 8-row q4_K and q6_K layouts) against the dequantized weights in double precision,
 // on shapes that leave a partial row group, partial token tiles and, for
 // f16, several column chunks ending in a tail.
 
@@ -51,6 +51,10 @@ std::vector<std::byte> random_weights(tensor_type type, int64_t n_rows, int64_t 
     const int64_t n_blocks = n_rows * (n_cols / traits.block_size);
     for (int64_t i = 0; i < n_blocks; ++i) {
         std::byte* b = w.data() + i * traits.type_size;
+        if (type == tensor_type::q6_k) {
+            put_half(b + offsetof(block_q6_k, d), scale(rng));
+            continue;
+        }
         put_half(b, scale(rng));  // d first: q8_0, iq4_nl, q4_K
         if (type == tensor_type::q4_k) put_half(b + offsetof(block_q4_k, dmin), scale(rng));
     }
@@ -59,7 +63,7 @@ std::vector<std::byte> random_weights(tensor_type type, int64_t n_rows, int64_t 
 
 }  // namespace
 
-TEST_CASE("AVX2 batches of q8_0, iq4_nl, f16 and q4_K weights match the dequantized weights in double precision") {
+TEST_CASE("AVX2 batches of q8_0, iq4_nl, f16, q4_K and q6_K weights match the dequantized weights in double precision") {
     if (!cpu_has_avx2()) {
         MESSAGE("skipped: this CPU has no AVX2");
         return;
@@ -76,7 +80,8 @@ TEST_CASE("AVX2 batches of q8_0, iq4_nl, f16 and q4_K weights match the dequanti
     const shape shapes[] = {{tensor_type::q8_0, {416, 1056}},
                             {tensor_type::iq4_nl, {416, 1056}},
                             {tensor_type::f16, {128, 604}},
-                            {tensor_type::q4_k, {256, 1280}}};
+                            {tensor_type::q4_k, {256, 1280}},
+                            {tensor_type::q6_k, {256, 1280}}};
     for (const shape& sh : shapes) {
         for (int64_t n_cols : sh.cols) {
             const tensor_type type = sh.type;
@@ -84,7 +89,7 @@ TEST_CASE("AVX2 batches of q8_0, iq4_nl, f16 and q4_K weights match the dequanti
             std::vector<float> wf(static_cast<size_t>(n_rows * n_cols));  // [n_rows, n_cols]
             for (int64_t r = 0; r < n_rows; ++r)
                 dequantize_row(type, w.data() + r * row_size(type, n_cols), wf.data() + r * n_cols, n_cols);
-            const int block = type == tensor_type::q4_k ? 256 : 32;
+            const int block = type == tensor_type::q4_k || type == tensor_type::q6_k ? 256 : 32;
             for (int64_t n_tokens : {3, 4, 5, 7, 11, 12, 13, 19, 37}) {
                 CAPTURE(to_string(type));
                 CAPTURE(n_cols);
@@ -130,9 +135,9 @@ TEST_CASE("AVX2 batches give every row the same numbers however the rows split o
     // way whichever group of 8 or 16 rows it falls in
     kernel_context one(1, kernel_isa::avx2), two(2, kernel_isa::avx2);
     const int64_t n_rows = 1000, n_tokens = 24;
-    for (tensor_type type : {tensor_type::q8_0, tensor_type::iq4_nl, tensor_type::f16, tensor_type::q4_k}) {
+    for (tensor_type type : {tensor_type::q8_0, tensor_type::iq4_nl, tensor_type::f16, tensor_type::q4_k, tensor_type::q6_k}) {
         CAPTURE(to_string(type));
-        const int64_t n_cols = type == tensor_type::q4_k ? 512 : 544;
+        const int64_t n_cols = type == tensor_type::q4_k || type == tensor_type::q6_k ? 512 : 544;
         const auto w = random_weights(type, n_rows, n_cols, 3);
         const auto x = random_floats(static_cast<size_t>(n_tokens * n_cols), 4);
         std::vector<float> y1(static_cast<size_t>(n_tokens * n_rows)), y2(y1.size(), -1.0f);
