@@ -1,6 +1,9 @@
-// What the AMX kernels share (kernels_amx.cpp, attention.cpp): the operand
-// of ldtilecfg, and a compiler barrier for memory that tiles load.
+// What the AMX kernels share (kernels_amx.cpp, kernels_amx_quant.cpp,
+// attention.cpp): the operand of ldtilecfg, a compiler barrier for memory
+// that tiles load, and the configuration of eight 16 x 64-byte tiles.
 #pragma once
+
+#include <immintrin.h>
 
 #include <cstdint>
 
@@ -18,5 +21,13 @@ struct alignas(64) tile_config {
 // GCC's tileloadd does not tell the compiler it reads memory: what a tile
 // loads must be stored before this.
 inline void memory_barrier(const void* p) { __asm__ volatile("" : : "r"(p) : "memory"); }
+
+// All eight tiles 16 rows x 64 bytes (bf16: 16 x 32 operands, 16 x 16 f32 results).
+__attribute__((target("amx-tile"))) inline void configure_tiles_16x64() {
+    tile_config c;
+    for (int i = 0; i < 8; ++i) c.rows[i] = 16, c.colsb[i] = 64;
+    memory_barrier(&c);  // _tile_loadconfig declares a read of 8 bytes only
+    _tile_loadconfig(&c);
+}
 
 }  // namespace tachyon::detail

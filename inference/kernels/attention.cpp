@@ -500,10 +500,7 @@ TACHYON_AMX_BF16 void attend_bf16(const attention_kv_bf16& kv, const attention_r
     float* const S = s_buf.data();
     const auto chunk_scores = [&](int ch) { return shift ? S + 32 * ch : S + (ch & 3) * R * 32; };
 
-    detail::tile_config c;
-    for (int i = 0; i < 8; ++i) c.rows[i] = 16, c.colsb[i] = 64;
-    detail::memory_barrier(&c);
-    _tile_loadconfig(&c);
+    detail::configure_tiles_16x64();
     detail::memory_barrier(qh);
 
     // Tiles. Scores: tmm2, tmm3 q (hi, lo), tmm5, tmm6 K (hi, lo), tmm4 the

@@ -57,6 +57,11 @@ using gemm_fn = void (*)(const gemm_args& a, int64_t r0, int64_t r1);
 gemm_fn prompt_gemm_avx512(tensor_type weight);
 gemm_fn prompt_gemm_avx_vnni(tensor_type weight);
 gemm_fn prompt_gemm_avx2(tensor_type weight);
+// AMX: the AMX-INT8 q8_0 / q4_0 matmul (kernels_amx.cpp), and the quantized
+// types' matmul on AMX-BF16 tiles (kernels_amx_quant.cpp), which hands
+// batches below its threshold on; nullptr for a type without one.
+gemm_fn amx_int8_gemm(tensor_type weight);
+gemm_fn amx_quant_gemm(tensor_type weight);
 // Asks Linux for the AMX tile state; true when granted.
 bool os_grants_amx();
 // True on AMD CPUs, whose AVX-512 decode of q8_0 / q4_0 lost to the 256-bit

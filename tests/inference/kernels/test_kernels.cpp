@@ -15,8 +15,11 @@
 
 #include "inference/gguf/fp16.h"
 #include "inference/gguf/quant.h"
+#include "tests/inference/kernels/kernel_test_data.h"
 
 using namespace tachyon;
+
+using kernel_test::random_floats;
 
 namespace {
 
@@ -25,14 +28,6 @@ const tensor_type all_types[] = {tensor_type::f32, tensor_type::f16, tensor_type
 
 bool is_float_type(tensor_type t) {
     return t == tensor_type::f32 || t == tensor_type::f16 || t == tensor_type::bf16;
-}
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (auto& x : v) x = dist(rng);
-    return v;
 }
 
 // n_rows rows of `type` with arbitrary quants (every bit pattern, including

@@ -11,6 +11,7 @@
 
 #include "inference/gguf/fp16.h"
 #include "inference/gguf/quant.h"
+#include "tests/inference/kernels/kernel_test_data.h"
 
 // The AVX2 batch paths of q8_0, iq4_nl, f16, q4_K and q6_K (kernels_prompt.cpp's
 // 8-row tiles, kernels_avx2.cpp's columns_tile, kernels_avx2_kquants.cpp's
@@ -20,20 +21,10 @@
 
 using namespace tachyon;
 
+using kernel_test::put_half;
+using kernel_test::random_floats;
+
 namespace {
-
-void put_half(std::byte* p, float v) {
-    const uint16_t h = fp32_to_fp16(v);
-    std::memcpy(p, &h, 2);
-}
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (auto& x : v) x = dist(rng);
-    return v;
-}
 
 // f16 rows from normal floats; block types from random quant bytes (every
 // bit pattern) with fp16 scales of a sensible size (q4_K: d and dmin).

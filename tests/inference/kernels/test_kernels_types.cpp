@@ -11,12 +11,16 @@
 
 #include "inference/gguf/fp16.h"
 #include "inference/gguf/quant.h"
+#include "tests/inference/kernels/kernel_test_data.h"
 
 // The weight types beside f32/f16/bf16/q8_0/q4_0/q4_k/q6_k: every kernel set
 // against the dequantized weights, and every SIMD kernel set against the
 // scalar one, on shapes that leave partial tiles everywhere.
 
 using namespace tachyon;
+
+using kernel_test::put_half;
+using kernel_test::random_floats;
 
 namespace {
 
@@ -32,19 +36,6 @@ std::vector<kernel_isa> all_isas() {
     if (cpu_has_avx_vnni() && cpu_has_avx512()) v.push_back(kernel_isa::avx512);
     if (cpu_has_avx_vnni() && cpu_has_amx()) v.push_back(kernel_isa::amx);
     return v;
-}
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (auto& x : v) x = dist(rng);
-    return v;
-}
-
-void put_half(std::byte* p, float v) {
-    const uint16_t h = fp32_to_fp16(v);
-    std::memcpy(p, &h, 2);
 }
 
 float get_half(const std::byte* p) {
