@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "inference/kernels/kernels_internal.h"
+#include "inference/kernels/kernels_k_rows.h"
 #include "inference/gguf/quant.h"
 
 #define TACHYON_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -335,12 +336,6 @@ struct iq4_xs_sums {
 // --no-bandwidth`, us against k_tile: 4 tokens 264 / 302, 16 609 / 1136,
 // 64 1884 / 4719, 256 7290 / 19508; prompts of 512 on the 220M
 // Q4_K_M model 165 -> 316 tokens/s. The AVX-VNNI level runs it too.
-struct alignas(32) q4_k_rows {
-    uint32_t quants[64][8];  // [8s + k][row]: bytes 4k..4k+3 of sub-block s (0..15 each)
-    uint32_t scales[8][8];   // [s][row]: sub-block s's scale in both int16 halves
-    uint32_t mins[4][8];     // [p][row]: the mins of sub-blocks 2p (low int16) and 2p + 1 (high)
-    float d[8], dmin[8];
-};
 
 // v[i] row i of 8 dwords -> v[m] dword m of the 8 rows.
 TACHYON_AVX2 inline void transpose8x8(__m256i (&v)[8]) {
@@ -363,39 +358,6 @@ TACHYON_AVX2 inline void transpose8x8(__m256i (&v)[8]) {
     v[5] = _mm256_castps_si256(_mm256_permute2f128_ps(u1, u5, 0x31));
     v[6] = _mm256_castps_si256(_mm256_permute2f128_ps(u2, u6, 0x31));
     v[7] = _mm256_castps_si256(_mm256_permute2f128_ps(u3, u7, 0x31));
-}
-
-// Rows r.. r + n - 1 (n <= 8) as q4_k_rows; rows past n repeat row r (their
-// sums are never stored). Asks for the next group's rows, into L2.
-TACHYON_AVX2 void lay_out_q4_k(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out) {
-    const block_q4_k* row[8];
-    for (int i = 0; i < 8; ++i) row[i] = reinterpret_cast<const block_q4_k*>(a.w + (r + (i < n ? i : 0)) * a.w_row_bytes);
-    const int64_t next = 8 * static_cast<int64_t>(a.w_row_bytes);
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
-    for (int64_t b = 0; b < nb; ++b) {
-        q4_k_rows& o = out[b];
-        for (int i = 0; i < 8; ++i) prefetch_block_l2(&row[i][b], next);
-        // 32 bytes c of the nibbles: low nibbles are sub-block 2c, high 2c + 1
-        for (int c = 0; c < 4; ++c) {
-            for (int half = 0; half < 2; ++half) {
-                __m256i v[8];
-                for (int i = 0; i < 8; ++i) {
-                    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[i][b].qs + 32 * c));
-                    v[i] = _mm256_and_si256(half == 0 ? raw : _mm256_srli_epi16(raw, 4), low4);
-                }
-                transpose8x8(v);
-                for (int k = 0; k < 8; ++k) _mm256_store_si256(reinterpret_cast<__m256i*>(o.quants[8 * (2 * c + half) + k]), v[k]);
-            }
-        }
-        for (int i = 0; i < 8; ++i) {
-            uint8_t sm[16];
-            q4_k_unpack_scales(row[i][b].scales, sm);
-            for (int sb = 0; sb < 8; ++sb) o.scales[sb][i] = sm[sb] * 0x10001u;
-            for (int p = 0; p < 4; ++p) o.mins[p][i] = sm[8 + 2 * p] | (static_cast<uint32_t>(sm[9 + 2 * p]) << 16);
-            o.d[i] = half_to_float(row[i][b].d);
-            o.dmin[i] = half_to_float(row[i][b].dmin);
-        }
-    }
 }
 
 inline uint32_t load_u32(const void* p) {
@@ -475,7 +437,7 @@ TACHYON_AVX2 void k_rows8_tail(const gemm_args& a, const typename Q::rows* w, in
 struct q4_k_layout {
     using rows = q4_k_rows;
     static constexpr int64_t min_tokens = 4;
-    TACHYON_AVX2 static void lay_out(const gemm_args& a, int64_t r, int n, int64_t nb, rows* out) { lay_out_q4_k(a, r, n, nb, out); }
+    TACHYON_AVX2 static void lay_out(const gemm_args& a, int64_t r, int n, int64_t nb, rows* out) { lay_out_q4_k_rows8(a, r, n, nb, out); }
     template <int NT>
     TACHYON_AVX2 static void tokens(const gemm_args& a, const rows* w, int64_t nb, int64_t r, int64_t t, __m256i keep) {
         q4_k_tokens8<NT>(a, w, nb, r, t, keep);
@@ -490,12 +452,6 @@ struct q4_k_layout {
 // fit in int16, so a sub-block of 16 costs each token 4 maddubs, 2 int16
 // adds and 2 madds by the rows' scales; the 32 * sum(scale * x) the stored
 // offset adds comes off once per block from the token's bsums (8 madds).
-struct alignas(32) q6_k_rows {
-    uint32_t quants[64][8];  // [dword][row]: elements 4k..4k+3 of the block, 0..63 each
-    uint32_t scales[16][8];  // [s][row]: sub-block s's scale in both int16 halves
-    uint32_t pairs[8][8];    // [p][row]: the scales of sub-blocks 2p (low int16) and 2p + 1 (high)
-    float d[8];
-};
 
 // From 12 tokens: below, k_tile's one unpacking per 4 tokens costs less
 // than the layout (the Xeon forced to AVX2, `TACHYON_KERNELS=avx2 tachyon
@@ -508,43 +464,7 @@ struct q6_k_layout {
     using rows = q6_k_rows;
     static constexpr int64_t min_tokens = 12;
 
-    // Rows r.. r + n - 1 (n <= 8); rows past n repeat row r.
-    TACHYON_AVX2 static void lay_out(const gemm_args& a, int64_t r, int n, int64_t nb, rows* out) {
-        const block_q6_k* row[8];
-        for (int i = 0; i < 8; ++i) row[i] = reinterpret_cast<const block_q6_k*>(a.w + (r + (i < n ? i : 0)) * a.w_row_bytes);
-        const int64_t next = 8 * static_cast<int64_t>(a.w_row_bytes);
-        const __m256i low4 = _mm256_set1_epi8(0x0f), three = _mm256_set1_epi8(3);
-        const auto load = [](const uint8_t* p) TACHYON_AVX2 { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
-        const auto high2 = [&](__m256i qh, int shift) TACHYON_AVX2 {
-            return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), three), 4);
-        };
-        for (int64_t b = 0; b < nb; ++b) {
-            q6_k_rows& o = out[b];
-            for (int i = 0; i < 8; ++i) prefetch_block_l2(&row[i][b], next);
-            // elements 128h + 32k + l: low 4 bits in nibble k / 2 of ql[64h + 32 (k % 2) + l],
-            // high 2 in bits 2k, 2k + 1 of qh[32h + l]
-            for (int h = 0; h < 2; ++h) {
-                for (int k = 0; k < 4; ++k) {
-                    __m256i v[8];
-                    for (int i = 0; i < 8; ++i) {
-                        const block_q6_k& w = row[i][b];
-                        const __m256i ql = load(w.ql + 64 * h + 32 * (k % 2));
-                        const __m256i nib = _mm256_and_si256(k < 2 ? ql : _mm256_srli_epi16(ql, 4), low4);
-                        v[i] = _mm256_or_si256(nib, high2(load(w.qh + 32 * h), 2 * k));
-                    }
-                    transpose8x8(v);
-                    for (int m = 0; m < 8; ++m) _mm256_store_si256(reinterpret_cast<__m256i*>(o.quants[8 * (4 * h + k) + m]), v[m]);
-                }
-            }
-            for (int i = 0; i < 8; ++i) {
-                const auto half = [](int8_t v) { return static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int16_t>(v))); };
-                const int8_t* sc = row[i][b].scales;
-                for (int sb = 0; sb < 16; ++sb) o.scales[sb][i] = half(sc[sb]) * 0x10001u;
-                for (int p = 0; p < 8; ++p) o.pairs[p][i] = half(sc[2 * p]) | (half(sc[2 * p + 1]) << 16);
-                o.d[i] = half_to_float(row[i][b].d);
-            }
-        }
-    }
+    TACHYON_AVX2 static void lay_out(const gemm_args& a, int64_t r, int n, int64_t nb, rows* out) { lay_out_q6_k_rows8(a, r, n, nb, out); }
 
     template <int NT>
     TACHYON_AVX2 static void tokens(const gemm_args& a, const rows* w, int64_t nb, int64_t r, int64_t t, __m256i keep) {
@@ -624,6 +544,77 @@ TACHYON_AVX2 void gemm_k_by_tokens(const gemm_args& a, int64_t r0, int64_t r1) {
 }
 
 }  // namespace
+
+// Rows r.. r + n - 1 (n <= 8) as q4_k_rows; rows past n repeat row r (their
+// sums are never stored). Asks for the next group's rows, into L2.
+TACHYON_AVX2 void lay_out_q4_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out) {
+    const block_q4_k* row[8];
+    for (int i = 0; i < 8; ++i) row[i] = reinterpret_cast<const block_q4_k*>(a.w + (r + (i < n ? i : 0)) * a.w_row_bytes);
+    const int64_t next = 8 * static_cast<int64_t>(a.w_row_bytes);
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; ++b) {
+        q4_k_rows& o = out[b];
+        for (int i = 0; i < 8; ++i) prefetch_block_l2(&row[i][b], next);
+        // 32 bytes c of the nibbles: low nibbles are sub-block 2c, high 2c + 1
+        for (int c = 0; c < 4; ++c) {
+            for (int half = 0; half < 2; ++half) {
+                __m256i v[8];
+                for (int i = 0; i < 8; ++i) {
+                    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[i][b].qs + 32 * c));
+                    v[i] = _mm256_and_si256(half == 0 ? raw : _mm256_srli_epi16(raw, 4), low4);
+                }
+                transpose8x8(v);
+                for (int k = 0; k < 8; ++k) _mm256_store_si256(reinterpret_cast<__m256i*>(o.quants[8 * (2 * c + half) + k]), v[k]);
+            }
+        }
+        for (int i = 0; i < 8; ++i) {
+            uint8_t sm[16];
+            q4_k_unpack_scales(row[i][b].scales, sm);
+            for (int sb = 0; sb < 8; ++sb) o.scales[sb][i] = sm[sb] * 0x10001u;
+            for (int p = 0; p < 4; ++p) o.mins[p][i] = sm[8 + 2 * p] | (static_cast<uint32_t>(sm[9 + 2 * p]) << 16);
+            o.d[i] = half_to_float(row[i][b].d);
+            o.dmin[i] = half_to_float(row[i][b].dmin);
+        }
+    }
+}
+
+// Rows r.. r + n - 1 (n <= 8) as q6_k_rows; rows past n repeat row r.
+TACHYON_AVX2 void lay_out_q6_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q6_k_rows* out) {
+    const block_q6_k* row[8];
+    for (int i = 0; i < 8; ++i) row[i] = reinterpret_cast<const block_q6_k*>(a.w + (r + (i < n ? i : 0)) * a.w_row_bytes);
+    const int64_t next = 8 * static_cast<int64_t>(a.w_row_bytes);
+    const __m256i low4 = _mm256_set1_epi8(0x0f), three = _mm256_set1_epi8(3);
+    const auto load = [](const uint8_t* p) TACHYON_AVX2 { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); };
+    const auto high2 = [&](__m256i qh, int shift) TACHYON_AVX2 {
+        return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, shift), three), 4);
+    };
+    for (int64_t b = 0; b < nb; ++b) {
+        q6_k_rows& o = out[b];
+        for (int i = 0; i < 8; ++i) prefetch_block_l2(&row[i][b], next);
+        // elements 128h + 32k + l: low 4 bits in nibble k / 2 of ql[64h + 32 (k % 2) + l],
+        // high 2 in bits 2k, 2k + 1 of qh[32h + l]
+        for (int h = 0; h < 2; ++h) {
+            for (int k = 0; k < 4; ++k) {
+                __m256i v[8];
+                for (int i = 0; i < 8; ++i) {
+                    const block_q6_k& w = row[i][b];
+                    const __m256i ql = load(w.ql + 64 * h + 32 * (k % 2));
+                    const __m256i nib = _mm256_and_si256(k < 2 ? ql : _mm256_srli_epi16(ql, 4), low4);
+                    v[i] = _mm256_or_si256(nib, high2(load(w.qh + 32 * h), 2 * k));
+                }
+                transpose8x8(v);
+                for (int m = 0; m < 8; ++m) _mm256_store_si256(reinterpret_cast<__m256i*>(o.quants[8 * (4 * h + k) + m]), v[m]);
+            }
+        }
+        for (int i = 0; i < 8; ++i) {
+            const auto half = [](int8_t v) { return static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int16_t>(v))); };
+            const int8_t* sc = row[i][b].scales;
+            for (int sb = 0; sb < 16; ++sb) o.scales[sb][i] = half(sc[sb]) * 0x10001u;
+            for (int p = 0; p < 8; ++p) o.pairs[p][i] = half(sc[2 * p]) | (half(sc[2 * p + 1]) << 16);
+            o.d[i] = half_to_float(row[i][b].d);
+        }
+    }
+}
 
 const type_kernels* avx2_kquant_kernels(tensor_type weight, quantize_fn quantize_q8_k) {
     using q4_k_tile = k_tile<q45_k_sums<false>>;

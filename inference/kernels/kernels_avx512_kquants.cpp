@@ -13,8 +13,10 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "inference/kernels/kernels_internal.h"
+#include "inference/kernels/kernels_k_rows.h"
 #include "inference/gguf/quant.h"
 
 #define TACHYON_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2,fma,f16c,avxvnni")))
@@ -401,6 +403,219 @@ struct q6_k_rows512 {
     }
 };
 
+// ---- q4_K / q6_K batches: 16 rows in the vector lanes ------------------------
+//
+// The rows-in-lanes layouts of the AVX2 tiles (kernels_k_rows.h), two
+// groups of 8 merged into one of 16: a zmm holds one dword of 16 rows,
+// and one token's 4 activation bytes, broadcast, multiply into all 16
+// sums. q4_K: a sub-block of 32 costs each token 8 dpbusd (quants 0..15
+// against signed bytes, int32 sums) and one mullo by the rows' scales;
+// q6_K: a sub-block of 16, 4 dpbusd and one mullo; the mins (q4_K) and the
+// +32 offset (q6_K) come off once per block through the bsums (dpwssd).
+// k_tile512 unpacks each block once per 8 tokens and pays per (row, token
+// pair) a maddubs and a dpwssd per 32 quants; here a block is laid out
+// once per panel of tokens. Measured on Zen 5 (one thread, `tachyon bench
+// matmul --type T --tokens 4,8,12,16,64,256 --rows 8960 --cols 1536 -t 1
+// --mib 64 --no-bandwidth`, us against k_tile512): q4_K 4 tokens 1149 /
+// 633, 8 1362 / 1086, 12 1684 / 1722, 16 2275 / 2783, 64 4132 / 18791, 256
+// 16761 / 42646 (the AVX2 8-row tiles 36323); q6_K 12 2440 / 2135, 16 3092
+// / 3001, 64 5080 / 30981, 256 18174 / 112897. Below its min_tokens, where
+// the layout costs more than it saves, a type keeps k_tile512.
+struct alignas(64) q4_k_rows16 {
+    uint32_t quants[64][16];  // [8s + k][row], as q4_k_rows
+    int32_t scales[8][16];    // [s][row]
+    uint32_t mins[4][16];     // [p][row]: the mins of sub-blocks 2p (low int16) and 2p + 1 (high)
+    float d[16], dmin[16];
+};
+
+struct alignas(64) q6_k_rows16 {
+    uint32_t quants[64][16];  // [dword][row], as q6_k_rows
+    int32_t scales[16][16];   // [s][row], signed
+    uint32_t pairs[8][16];    // [p][row]: the scales of sub-blocks 2p (low int16) and 2p + 1 (high)
+    float d[16];
+};
+
+// Eight dwords of each half into one row of 16.
+inline void merge8(const uint32_t (&lo)[8], const uint32_t (&hi)[8], uint32_t (&out)[16]) {
+    std::memcpy(out, lo, sizeof lo);
+    std::memcpy(out + 8, hi, sizeof hi);
+}
+inline void merge8_scales(const uint32_t (&lo)[8], const uint32_t (&hi)[8], int32_t (&out)[16]) {
+    // both int16 halves hold the scale: the low one, sign-extended
+    for (int i = 0; i < 8; ++i) {
+        out[i] = static_cast<int16_t>(lo[i] & 0xffff);
+        out[8 + i] = static_cast<int16_t>(hi[i] & 0xffff);
+    }
+}
+
+struct q4_k_layout16 {
+    using rows8 = q4_k_rows;
+    using rows = q4_k_rows16;
+    static constexpr int64_t min_tokens = 12;
+    static void lay_out8(const gemm_args& a, int64_t r, int n, int64_t nb, rows8* out) { lay_out_q4_k_rows8(a, r, n, nb, out); }
+    static void merge(const rows8& lo, const rows8& hi, rows& o) {
+        for (int m = 0; m < 64; ++m) merge8(lo.quants[m], hi.quants[m], o.quants[m]);
+        for (int s = 0; s < 8; ++s) merge8_scales(lo.scales[s], hi.scales[s], o.scales[s]);
+        for (int p = 0; p < 4; ++p) merge8(lo.mins[p], hi.mins[p], o.mins[p]);
+        std::memcpy(o.d, lo.d, sizeof lo.d), std::memcpy(o.d + 8, hi.d, sizeof hi.d);
+        std::memcpy(o.dmin, lo.dmin, sizeof lo.dmin), std::memcpy(o.dmin + 8, hi.dmin, sizeof hi.dmin);
+    }
+
+    template <int NT>
+    TACHYON_AVX512 static void tokens(const gemm_args& a, const rows* w, int64_t nb, int64_t r, int64_t t, __mmask16 keep) {
+        const block_q8_k* x[NT];
+        for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
+        __m512 acc[NT];
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
+        for (int64_t b = 0; b < nb; ++b) {
+            const rows& blk = w[b];
+            __m512i sumi[NT];
+#pragma GCC unroll 8
+            for (int sb = 0; sb < 8; ++sb) {
+                __m512i s32[NT];
+#pragma GCC unroll 16
+                for (int j = 0; j < NT; ++j) s32[j] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+                for (int k = 0; k < 8; ++k) {
+                    const __m512i q = _mm512_load_si512(blk.quants[8 * sb + k]);
+#pragma GCC unroll 16
+                    for (int j = 0; j < NT; ++j) {
+                        int32_t xv;
+                        std::memcpy(&xv, x[j][b].qs + 32 * sb + 4 * k, 4);
+                        s32[j] = _mm512_dpbusd_epi32(s32[j], q, _mm512_set1_epi32(xv));
+                    }
+                }
+                const __m512i sc = _mm512_load_si512(blk.scales[sb]);
+#pragma GCC unroll 16
+                for (int j = 0; j < NT; ++j) {
+                    const __m512i v = _mm512_mullo_epi32(s32[j], sc);
+                    sumi[j] = sb == 0 ? v : _mm512_add_epi32(sumi[j], v);
+                }
+            }
+            const __m512 dw = _mm512_load_ps(blk.d), mw = _mm512_load_ps(blk.dmin);
+#pragma GCC unroll 16
+            for (int j = 0; j < NT; ++j) {
+                // the token's sums of 32 (pairs of its bsums), two per dword
+                alignas(16) int32_t xs[4];
+                const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[j][b].bsums));
+                const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[j][b].bsums + 8));
+                _mm_store_si128(reinterpret_cast<__m128i*>(xs), _mm_hadd_epi16(lo, hi));
+                __m512i summ = _mm512_setzero_si512();
+#pragma GCC unroll 4
+                for (int p = 0; p < 4; ++p) summ = _mm512_dpwssd_epi32(summ, _mm512_load_si512(blk.mins[p]), _mm512_set1_epi32(xs[p]));
+                const __m512 dx = _mm512_set1_ps(x[j][b].d);
+                acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[j]), _mm512_mul_ps(dw, dx), acc[j]);
+                acc[j] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(mw, dx), acc[j]);
+            }
+        }
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
+    }
+};
+
+struct q6_k_layout16 {
+    using rows8 = q6_k_rows;
+    using rows = q6_k_rows16;
+    static constexpr int64_t min_tokens = 16;
+    static void lay_out8(const gemm_args& a, int64_t r, int n, int64_t nb, rows8* out) { lay_out_q6_k_rows8(a, r, n, nb, out); }
+    static void merge(const rows8& lo, const rows8& hi, rows& o) {
+        for (int m = 0; m < 64; ++m) merge8(lo.quants[m], hi.quants[m], o.quants[m]);
+        for (int s = 0; s < 16; ++s) merge8_scales(lo.scales[s], hi.scales[s], o.scales[s]);
+        for (int p = 0; p < 8; ++p) merge8(lo.pairs[p], hi.pairs[p], o.pairs[p]);
+        std::memcpy(o.d, lo.d, sizeof lo.d), std::memcpy(o.d + 8, hi.d, sizeof hi.d);
+    }
+
+    template <int NT>
+    TACHYON_AVX512 static void tokens(const gemm_args& a, const rows* w, int64_t nb, int64_t r, int64_t t, __mmask16 keep) {
+        const block_q8_k* x[NT];
+        for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
+        __m512 acc[NT];
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
+        for (int64_t b = 0; b < nb; ++b) {
+            const rows& blk = w[b];
+            __m512i sumi[NT];
+#pragma GCC unroll 16
+            for (int j = 0; j < NT; ++j) {
+                // 32 * sum_s scale_s * (sum of x in s): the stored +32, off first
+                __m512i off = _mm512_setzero_si512();
+#pragma GCC unroll 8
+                for (int p = 0; p < 8; ++p) {
+                    int32_t pair;
+                    std::memcpy(&pair, x[j][b].bsums + 2 * p, 4);
+                    off = _mm512_dpwssd_epi32(off, _mm512_load_si512(blk.pairs[p]), _mm512_set1_epi32(pair));
+                }
+                sumi[j] = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(off, 5));
+            }
+#pragma GCC unroll 4
+            for (int sb = 0; sb < 16; ++sb) {
+                __m512i s32[NT];
+#pragma GCC unroll 16
+                for (int j = 0; j < NT; ++j) s32[j] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+                for (int k = 0; k < 4; ++k) {
+                    const __m512i q = _mm512_load_si512(blk.quants[4 * sb + k]);
+#pragma GCC unroll 16
+                    for (int j = 0; j < NT; ++j) {
+                        int32_t xv;
+                        std::memcpy(&xv, x[j][b].qs + 16 * sb + 4 * k, 4);
+                        s32[j] = _mm512_dpbusd_epi32(s32[j], q, _mm512_set1_epi32(xv));
+                    }
+                }
+                const __m512i sc = _mm512_load_si512(blk.scales[sb]);
+#pragma GCC unroll 16
+                for (int j = 0; j < NT; ++j) sumi[j] = _mm512_add_epi32(sumi[j], _mm512_mullo_epi32(s32[j], sc));
+            }
+            const __m512 dw = _mm512_load_ps(blk.d);
+#pragma GCC unroll 16
+            for (int j = 0; j < NT; ++j)
+                acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi[j]), _mm512_mul_ps(dw, _mm512_set1_ps(x[j][b].d)), acc[j]);
+        }
+#pragma GCC unroll 16
+        for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
+    }
+};
+
+constexpr int rows16_nt = 8;  // tokens per tile: 8 dpbusd chains in flight, 8 int32 and 8 float sums
+
+template <class Q, int NT = rows16_nt - 1>
+TACHYON_AVX512 void rows16_tail(const gemm_args& a, const typename Q::rows* w, int64_t nb, int64_t r, int64_t t, __mmask16 keep, int64_t n) {
+    if constexpr (NT >= 1) {
+        if (n == NT) return Q::template tokens<NT>(a, w, nb, r, t, keep);
+        rows16_tail<Q, NT - 1>(a, w, nb, r, t, keep, n);
+    }
+}
+
+// Activations of a panel of tokens stay in L2 (1 MiB a core on Zen 4 and
+// Zen 5) beside a row group's layout while every group of the range passes.
+constexpr int64_t rows16_panel_bytes = int64_t{256} << 10;
+
+template <class Q>
+void gemm_k_rows16(const gemm_args& a, int64_t r0, int64_t r1) {
+    const int64_t nb = a.n_cols / qk_k;
+    thread_local std::vector<typename Q::rows8> half8[2];
+    thread_local std::vector<typename Q::rows> buffer;
+    for (auto& h : half8)
+        if (h.size() < static_cast<size_t>(nb)) h.resize(static_cast<size_t>(nb));
+    if (buffer.size() < static_cast<size_t>(nb)) buffer.resize(static_cast<size_t>(nb));
+    const int64_t panel = std::max<int64_t>(rows16_nt, rows16_panel_bytes / static_cast<int64_t>(a.x_row_bytes) / rows16_nt * rows16_nt);
+    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
+        const int64_t t1 = std::min(a.n_tokens, t0 + panel);
+        for (int64_t r = r0; r < r1; r += 16) {
+            const int n = static_cast<int>(std::min<int64_t>(16, r1 - r));
+            // a second half past the range repeats a valid row: its sums are never stored
+            Q::lay_out8(a, r, std::min(n, 8), nb, half8[0].data());
+            Q::lay_out8(a, n > 8 ? r + 8 : r, n > 8 ? n - 8 : 1, nb, half8[1].data());
+            for (int64_t b = 0; b < nb; ++b) Q::merge(half8[0][b], half8[1][b], buffer[b]);
+            const auto keep = static_cast<__mmask16>((1u << n) - 1);
+            int64_t t = t0;
+            for (; t + rows16_nt <= t1; t += rows16_nt) Q::template tokens<rows16_nt>(a, buffer.data(), nb, r, t, keep);
+            rows16_tail<Q>(a, buffer.data(), nb, r, t, keep, t1 - t);
+        }
+    }
+}
+
 // Prompts (4 tokens and more) take k_tile512; decode keeps the AVX2 tile,
 // whose rows stream from memory at the same rate.
 template <class K, tensor_type T>
@@ -412,10 +627,14 @@ void gemm_k512(const gemm_args& a, int64_t r0, int64_t r1) {
 // One token against q4_K / q5_K / q6_K takes k_rows512 (measured on Zen 5,
 // `tachyon bench matmul --tokens 1 -t 1`, against the AVX2 tile: 2 MiB of
 // weights in cache q4_K 1.3x, q5_K 1.5x, q6_K 1.5x; 256 MiB from DRAM q5_K
-// 1.5x, q6_K 1.1x, q4_K the same, about 21 GB/s either way).
-template <class K, class R, tensor_type T>
+// 1.5x, q6_K 1.1x, q4_K the same, about 21 GB/s either way). Batches of
+// Q::min_tokens and more take Q's 16-row layout (void: none for the type).
+template <class K, class R, class Q, tensor_type T>
 void gemm_k512_rows(const gemm_args& a, int64_t r0, int64_t r1) {
     if (a.n_tokens == 1) return gemm<k_rows512<R>>(a, r0, r1);
+    if constexpr (!std::is_void_v<Q>) {
+        if (a.n_tokens >= Q::min_tokens) return gemm_k_rows16<Q>(a, r0, r1);
+    }
     gemm_k512<K, T>(a, r0, r1);
 }
 
@@ -426,9 +645,9 @@ const type_kernels* avx512_kquant_kernels(tensor_type weight) {
     const auto k512 = [](tensor_type t, auto gemm_fn) {
         return type_kernels{gemm_fn, avx2_kernels(t)->dot, avx2_kernels(t)->quantize};
     };
-    static const type_kernels q4_k = k512(tensor_type::q4_k, gemm_k512_rows<q45_k_sums512<false>, q45_k_rows512<false>, tensor_type::q4_k>);
-    static const type_kernels q5_k = k512(tensor_type::q5_k, gemm_k512_rows<q45_k_sums512<true>, q45_k_rows512<true>, tensor_type::q5_k>);
-    static const type_kernels q6_k = k512(tensor_type::q6_k, gemm_k512_rows<q6_k_sums512, q6_k_rows512, tensor_type::q6_k>);
+    static const type_kernels q4_k = k512(tensor_type::q4_k, gemm_k512_rows<q45_k_sums512<false>, q45_k_rows512<false>, q4_k_layout16, tensor_type::q4_k>);
+    static const type_kernels q5_k = k512(tensor_type::q5_k, gemm_k512_rows<q45_k_sums512<true>, q45_k_rows512<true>, void, tensor_type::q5_k>);
+    static const type_kernels q6_k = k512(tensor_type::q6_k, gemm_k512_rows<q6_k_sums512, q6_k_rows512, q6_k_layout16, tensor_type::q6_k>);
     static const type_kernels q3_k = k512(tensor_type::q3_k, gemm_k512<q3_k_sums512, tensor_type::q3_k>);
     static const type_kernels q2_k = k512(tensor_type::q2_k, gemm_k512<q2_k_sums512, tensor_type::q2_k>);
     switch (weight) {

@@ -1,0 +1,34 @@
+// The rows-in-lanes layouts of q4_K and q6_K batches: a group of 8 weight
+// rows laid out again, block by block, so that one token's 4 activation
+// bytes, broadcast, multiply into every row's sum at once. The AVX2 tiles
+// (kernels_avx2_kquants.cpp) read them as they are; the AVX-512 tiles
+// (kernels_avx512_kquants.cpp) merge two groups into one of 16 rows.
+#pragma once
+
+#include <cstdint>
+
+#include "inference/kernels/kernels_internal.h"
+
+namespace tachyon::detail {
+
+struct alignas(32) q4_k_rows {
+    uint32_t quants[64][8];  // [8s + k][row]: bytes 4k..4k+3 of sub-block s (0..15 each)
+    uint32_t scales[8][8];   // [s][row]: sub-block s's scale in both int16 halves
+    uint32_t mins[4][8];     // [p][row]: the mins of sub-blocks 2p (low int16) and 2p + 1 (high)
+    float d[8], dmin[8];
+};
+
+struct alignas(32) q6_k_rows {
+    uint32_t quants[64][8];  // [dword][row]: elements 4k..4k+3 of the block, 0..63 each
+    uint32_t scales[16][8];  // [s][row]: sub-block s's scale in both int16 halves
+    uint32_t pairs[8][8];    // [p][row]: the scales of sub-blocks 2p (low int16) and 2p + 1 (high)
+    float d[8];
+};
+
+// Rows r.. r + n - 1 (n <= 8) of a's weights, blocks 0..nb - 1, into
+// out[0..nb - 1]; rows past n repeat row r (their sums are never stored).
+// Each asks for the next group's rows, into L2. Need AVX2.
+__attribute__((target("avx2,fma,f16c"))) void lay_out_q4_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out);
+__attribute__((target("avx2,fma,f16c"))) void lay_out_q6_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q6_k_rows* out);
+
+}  // namespace tachyon::detail
