@@ -545,26 +545,33 @@ TACHYON_AVX2 void gemm_k_by_tokens(const gemm_args& a, int64_t r0, int64_t r1) {
 
 }  // namespace
 
-// Rows r.. r + n - 1 (n <= 8) as q4_k_rows; rows past n repeat row r (their
-// sums are never stored). Asks for the next group's rows, into L2.
-TACHYON_AVX2 void lay_out_q4_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out) {
-    const block_q4_k* row[8];
-    for (int i = 0; i < 8; ++i) row[i] = reinterpret_cast<const block_q4_k*>(a.w + (r + (i < n ? i : 0)) * a.w_row_bytes);
+namespace {
+
+// Rows r.. r + n - 1 (n <= 8) of q4_K or q5_K as q4_k_rows; rows past n
+// repeat row r (their sums are never stored). Asks for the next group's
+// rows, into L2.
+template <bool five_bits>
+TACHYON_AVX2 void lay_out_q45_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out) {
+    using block = std::conditional_t<five_bits, block_q5_k, block_q4_k>;
+    const block* row[8];
+    for (int i = 0; i < 8; ++i) row[i] = reinterpret_cast<const block*>(a.w + (r + (i < n ? i : 0)) * a.w_row_bytes);
     const int64_t next = 8 * static_cast<int64_t>(a.w_row_bytes);
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
     for (int64_t b = 0; b < nb; ++b) {
         q4_k_rows& o = out[b];
         for (int i = 0; i < 8; ++i) prefetch_block_l2(&row[i][b], next);
-        // 32 bytes c of the nibbles: low nibbles are sub-block 2c, high 2c + 1
+        // 32 bytes c of the quants: the low nibbles are sub-block 2c, the high 2c + 1
         for (int c = 0; c < 4; ++c) {
-            for (int half = 0; half < 2; ++half) {
-                __m256i v[8];
-                for (int i = 0; i < 8; ++i) {
-                    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[i][b].qs + 32 * c));
-                    v[i] = _mm256_and_si256(half == 0 ? raw : _mm256_srli_epi16(raw, 4), low4);
-                }
-                transpose8x8(v);
-                for (int k = 0; k < 8; ++k) _mm256_store_si256(reinterpret_cast<__m256i*>(o.quants[8 * (2 * c + half) + k]), v[k]);
+            __m256i lo[8], hi[8];
+            for (int i = 0; i < 8; ++i) {
+                __m256i qh = _mm256_setzero_si256();
+                if constexpr (five_bits) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[i][b].qh));
+                q45_k_quants<five_bits>(row[i][b].qs, qh, c, lo[i], hi[i]);
+            }
+            transpose8x8(lo);
+            transpose8x8(hi);
+            for (int k = 0; k < 8; ++k) {
+                _mm256_store_si256(reinterpret_cast<__m256i*>(o.quants[8 * (2 * c) + k]), lo[k]);
+                _mm256_store_si256(reinterpret_cast<__m256i*>(o.quants[8 * (2 * c + 1) + k]), hi[k]);
             }
         }
         for (int i = 0; i < 8; ++i) {
@@ -576,6 +583,15 @@ TACHYON_AVX2 void lay_out_q4_k_rows8(const gemm_args& a, int64_t r, int n, int64
             o.dmin[i] = half_to_float(row[i][b].dmin);
         }
     }
+}
+
+}  // namespace
+
+TACHYON_AVX2 void lay_out_q4_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out) {
+    lay_out_q45_k_rows8<false>(a, r, n, nb, out);
+}
+TACHYON_AVX2 void lay_out_q5_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out) {
+    lay_out_q45_k_rows8<true>(a, r, n, nb, out);
 }
 
 // Rows r.. r + n - 1 (n <= 8) as q6_k_rows; rows past n repeat row r.

@@ -448,11 +448,15 @@ inline void merge8_scales(const uint32_t (&lo)[8], const uint32_t (&hi)[8], int3
     }
 }
 
-struct q4_k_layout16 {
+template <bool five_bits>
+struct q45_k_layout16 {
     using rows8 = q4_k_rows;
     using rows = q4_k_rows16;
     static constexpr int64_t min_tokens = 12;
-    static void lay_out8(const gemm_args& a, int64_t r, int n, int64_t nb, rows8* out) { lay_out_q4_k_rows8(a, r, n, nb, out); }
+    static void lay_out8(const gemm_args& a, int64_t r, int n, int64_t nb, rows8* out) {
+        if constexpr (five_bits) lay_out_q5_k_rows8(a, r, n, nb, out);
+        else lay_out_q4_k_rows8(a, r, n, nb, out);
+    }
     static void merge(const rows8& lo, const rows8& hi, rows& o) {
         for (int m = 0; m < 64; ++m) merge8(lo.quants[m], hi.quants[m], o.quants[m]);
         for (int s = 0; s < 8; ++s) merge8_scales(lo.scales[s], hi.scales[s], o.scales[s]);
@@ -645,8 +649,8 @@ const type_kernels* avx512_kquant_kernels(tensor_type weight) {
     const auto k512 = [](tensor_type t, auto gemm_fn) {
         return type_kernels{gemm_fn, avx2_kernels(t)->dot, avx2_kernels(t)->quantize};
     };
-    static const type_kernels q4_k = k512(tensor_type::q4_k, gemm_k512_rows<q45_k_sums512<false>, q45_k_rows512<false>, q4_k_layout16, tensor_type::q4_k>);
-    static const type_kernels q5_k = k512(tensor_type::q5_k, gemm_k512_rows<q45_k_sums512<true>, q45_k_rows512<true>, void, tensor_type::q5_k>);
+    static const type_kernels q4_k = k512(tensor_type::q4_k, gemm_k512_rows<q45_k_sums512<false>, q45_k_rows512<false>, q45_k_layout16<false>, tensor_type::q4_k>);
+    static const type_kernels q5_k = k512(tensor_type::q5_k, gemm_k512_rows<q45_k_sums512<true>, q45_k_rows512<true>, q45_k_layout16<true>, tensor_type::q5_k>);
     static const type_kernels q6_k = k512(tensor_type::q6_k, gemm_k512_rows<q6_k_sums512, q6_k_rows512, q6_k_layout16, tensor_type::q6_k>);
     static const type_kernels q3_k = k512(tensor_type::q3_k, gemm_k512<q3_k_sums512, tensor_type::q3_k>);
     static const type_kernels q2_k = k512(tensor_type::q2_k, gemm_k512<q2_k_sums512, tensor_type::q2_k>);

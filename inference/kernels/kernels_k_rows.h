@@ -12,7 +12,7 @@
 namespace tachyon::detail {
 
 struct alignas(32) q4_k_rows {
-    uint32_t quants[64][8];  // [8s + k][row]: bytes 4k..4k+3 of sub-block s (0..15 each)
+    uint32_t quants[64][8];  // [8s + k][row]: bytes 4k..4k+3 of sub-block s (0..15 each; q5_K 0..31)
     uint32_t scales[8][8];   // [s][row]: sub-block s's scale in both int16 halves
     uint32_t mins[4][8];     // [p][row]: the mins of sub-blocks 2p (low int16) and 2p + 1 (high)
     float d[8], dmin[8];
@@ -29,6 +29,9 @@ struct alignas(32) q6_k_rows {
 // out[0..nb - 1]; rows past n repeat row r (their sums are never stored).
 // Each asks for the next group's rows, into L2. Need AVX2.
 __attribute__((target("avx2,fma,f16c"))) void lay_out_q4_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out);
+// q5_K as q4_k_rows, its values 0..31: int16 sums of its products overflow
+// where q4_K's do not, so only int32 (dpbusd) tiles read it.
+__attribute__((target("avx2,fma,f16c"))) void lay_out_q5_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out);
 __attribute__((target("avx2,fma,f16c"))) void lay_out_q6_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q6_k_rows* out);
 
 }  // namespace tachyon::detail
