@@ -359,10 +359,21 @@ kernel_isa select_isa(const char* env_value, bool has_avx2, bool has_avx_vnni, b
     const std::string_view env = env_value != nullptr ? env_value : "";
     if (env == "scalar") return kernel_isa::scalar;
     if (!has_avx2) return kernel_isa::scalar;
-    if (env == "avx2" || !has_avx_vnni) return kernel_isa::avx2;
-    if (env == "avx_vnni" || !has_avx512) return kernel_isa::avx_vnni;
+    if (env == "avx2") return kernel_isa::avx2;
+    // AVX-512 (with its own VNNI) does not need AVX-VNNI: Zen 4, Ice Lake
+    // and Cascade Lake have the one and not the other.
+    if (env == "avx_vnni" || !has_avx512) return has_avx_vnni ? kernel_isa::avx_vnni : kernel_isa::avx2;
     if (env == "avx512" || !has_amx) return kernel_isa::avx512;
     return kernel_isa::amx;
+}
+
+std::vector<kernel_isa> available_isas() {
+    std::vector<kernel_isa> v{kernel_isa::scalar};
+    if (cpu_has_avx2()) v.push_back(kernel_isa::avx2);
+    if (cpu_has_avx_vnni()) v.push_back(kernel_isa::avx_vnni);
+    if (cpu_has_avx512()) v.push_back(kernel_isa::avx512);
+    if (cpu_has_amx()) v.push_back(kernel_isa::amx);
+    return v;
 }
 
 kernel_isa default_isa() {

@@ -26,8 +26,9 @@ namespace tachyon {
 
 class thread_team;
 
-// Ordered: each set includes the one before (avx_vnni runs the avx2 kernels
-// wherever it has none of its own, avx512 the avx_vnni ones).
+// Ordered: each set runs the avx2 kernels wherever it has none of its own;
+// avx512 needs AVX-512 with VNNI but not AVX-VNNI (Zen 4 and Ice Lake have
+// no AVX-VNNI), amx needs avx512.
 enum class kernel_isa { scalar, avx2, avx_vnni, avx512, amx };
 
 std::string_view to_string(kernel_isa isa);
@@ -46,7 +47,8 @@ bool cpu_has_amx_bf16();
 
 // The kernels to use given the value of TACHYON_KERNELS (nullptr when unset)
 // and the CPU: "scalar" forces the reference kernels, "avx2" the AVX2 ones
-// without VNNI, "avx_vnni" no AVX-512, "avx512" no AMX; unset, empty or
+// without VNNI, "avx_vnni" no AVX-512 (avx2 where the CPU has no AVX-VNNI),
+// "avx512" no AMX; unset, empty or
 // "auto" pick the best the CPU has. A set the CPU lacks, or an unknown value,
 // falls back to auto.
 kernel_isa select_isa(const char* env_value, bool has_avx2, bool has_avx_vnni = false, bool has_avx512 = false,
@@ -55,6 +57,10 @@ kernel_isa select_isa(const char* env_value, bool has_avx2, bool has_avx_vnni = 
 // select_isa(getenv("TACHYON_KERNELS"), cpu_has_avx2(), cpu_has_avx_vnni(),
 // cpu_has_avx512(), cpu_has_amx()), decided once.
 kernel_isa default_isa();
+
+// Every kernel set this CPU runs, scalar first (what tests sweep and
+// TACHYON_KERNELS may pick).
+std::vector<kernel_isa> available_isas();
 
 // True for the weight types matmul and vec_dot handle: f32, f16, bf16,
 // q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs.

@@ -594,6 +594,47 @@ TACHYON_AVX2 void lay_out_q5_k_rows8(const gemm_args& a, int64_t r, int n, int64
     lay_out_q45_k_rows8<true>(a, r, n, nb, out);
 }
 
+// iq4_xs as q4_k_rows: the levels + 128 (1..241) as the quants, the
+// signed 6-bit scales less 32 as the scales, 128 * scale as the mins and d
+// as both d and dmin, so that d * scale * (u - 128) is the q4_K sum.
+TACHYON_AVX2 void lay_out_iq4_xs_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out) {
+    const block_iq4_xs* row[8];
+    for (int i = 0; i < 8; ++i) row[i] = reinterpret_cast<const block_iq4_xs*>(a.w + (r + (i < n ? i : 0)) * a.w_row_bytes);
+    const int64_t next = 8 * static_cast<int64_t>(a.w_row_bytes);
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    const __m256i levels = _mm256_xor_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values))),
+                                            _mm256_set1_epi8(static_cast<char>(0x80)));
+    for (int64_t b = 0; b < nb; ++b) {
+        q4_k_rows& o = out[b];
+        for (int i = 0; i < 8; ++i) prefetch_block_l2(&row[i][b], next);
+        // 32 bytes k of the nibbles hold sub-blocks 2k (bytes 0..15) and 2k + 1:
+        // low nibbles the elements 0..15 of each, high nibbles 16..31
+        for (int k = 0; k < 4; ++k) {
+            __m256i v[2][8];
+            for (int i = 0; i < 8; ++i) {
+                const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[i][b].qs + 32 * k));
+                const __m256i lo = _mm256_and_si256(raw, low4), hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+                v[0][i] = _mm256_shuffle_epi8(levels, _mm256_permute2x128_si256(lo, hi, 0x20));
+                v[1][i] = _mm256_shuffle_epi8(levels, _mm256_permute2x128_si256(lo, hi, 0x31));
+            }
+            for (int h = 0; h < 2; ++h) {
+                transpose8x8(v[h]);
+                for (int m = 0; m < 8; ++m) _mm256_store_si256(reinterpret_cast<__m256i*>(o.quants[8 * (2 * k + h) + m]), v[h][m]);
+            }
+        }
+        for (int i = 0; i < 8; ++i) {
+            const block_iq4_xs& w = row[i][b];
+            int scale[8];
+            for (int sb = 0; sb < 8; ++sb)
+                scale[sb] = (((w.scales_l[sb / 2] >> (4 * (sb % 2))) & 0xf) | (((w.scales_h >> (2 * sb)) & 3) << 4)) - 32;
+            const auto half = [](int v) { return static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int16_t>(v))); };
+            for (int sb = 0; sb < 8; ++sb) o.scales[sb][i] = half(scale[sb]) * 0x10001u;
+            for (int p = 0; p < 4; ++p) o.mins[p][i] = half(128 * scale[2 * p]) | (half(128 * scale[2 * p + 1]) << 16);
+            o.d[i] = o.dmin[i] = half_to_float(w.d);
+        }
+    }
+}
+
 // Rows r.. r + n - 1 (n <= 8) as q6_k_rows; rows past n repeat row r.
 TACHYON_AVX2 void lay_out_q6_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q6_k_rows* out) {
     const block_q6_k* row[8];

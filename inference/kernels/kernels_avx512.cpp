@@ -24,9 +24,9 @@
 #include "inference/kernels/kernels_transpose16.h"
 #include "inference/gguf/quant.h"
 
-#define TACHYON_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2,fma,f16c,avxvnni")))
+#define TACHYON_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2,fma,f16c")))
 #define TACHYON_TILE_TARGET TACHYON_AVX512
-#define TACHYON_TILE_VNNI 1
+#define TACHYON_TILE_VNNI 2
 #define TACHYON_TILE_MASKS 1
 #include "inference/kernels/kernels_q8_tile.h"
 
@@ -555,7 +555,9 @@ constexpr int64_t min_tokens_prompt = 3;
 // added under byte masks (measured on Zen 5, `tachyon bench matmul --tokens
 // 1 -t 1`: 2 MiB of weights in cache q5_0 1.16x, q5_1 1.07x the AVX-VNNI
 // tile with its shuffles and compares; from DRAM the same, about 17 and 21
-// GB/s). The rest of decode takes the AVX-VNNI tiles.
+// GB/s). The rest of decode takes the 256-bit dpbusd tiles of
+// kernels_q8_tile.h (gemm_vnni_decode), EVEX-encoded in this file so that
+// the CPUs with AVX-512 and no AVX-VNNI (Zen 4, Ice Lake) run them too.
 template <class U, tensor_type T>
 void gemm_by_tokens(const gemm_args& a, int64_t r0, int64_t r1) {
     if (a.n_tokens >= min_tokens_prompt) return prompt_gemm_avx512(T)(a, r0, r1);
@@ -565,7 +567,7 @@ void gemm_by_tokens(const gemm_args& a, int64_t r0, int64_t r1) {
     } else if constexpr (T == tensor_type::q5_0 || T == tensor_type::q5_1) {
         if (a.n_tokens == 1) return gemm<nibble_decode_tile<U>>(a, r0, r1);
     }
-    avx_vnni_kernels(T)->gemm(a, r0, r1);
+    gemm_vnni_decode<U>(a, r0, r1);
 }
 
 }  // namespace
@@ -575,17 +577,17 @@ const type_kernels* avx512_kernels(tensor_type weight) {
     static const type_kernels f16{gemm_by_width<load16_f16, tensor_type::f16>, dot<float_tile512<load16_f16>>, nullptr};
     static const type_kernels bf16{gemm_by_width<load16_bf16, tensor_type::bf16>, dot<float_tile512<load16_bf16>>, nullptr};
     // Activations are quantized as under AVX2 (same q8_0 format).
-    static const type_kernels q8_0{gemm_by_tokens<unpack_q8_0, tensor_type::q8_0>, avx_vnni_kernels(tensor_type::q8_0)->dot,
+    static const type_kernels q8_0{gemm_by_tokens<unpack_q8_0, tensor_type::q8_0>, dot<q8_tile<unpack_q8_0>>,
                                    avx2_kernels(tensor_type::q8_0)->quantize};
-    static const type_kernels q4_0{gemm_by_tokens<unpack_q4_0, tensor_type::q4_0>, avx_vnni_kernels(tensor_type::q4_0)->dot,
+    static const type_kernels q4_0{gemm_by_tokens<unpack_q4_0, tensor_type::q4_0>, dot<q8_tile<unpack_q4_0>>,
                                    avx2_kernels(tensor_type::q4_0)->quantize};
-    static const type_kernels q5_0{gemm_by_tokens<unpack_q5_0, tensor_type::q5_0>, avx_vnni_kernels(tensor_type::q5_0)->dot,
+    static const type_kernels q5_0{gemm_by_tokens<unpack_q5_0, tensor_type::q5_0>, dot<q8_tile<unpack_q5_0>>,
                                    avx2_kernels(tensor_type::q5_0)->quantize};
-    static const type_kernels iq4_nl{gemm_by_tokens<unpack_iq4_nl, tensor_type::iq4_nl>, avx_vnni_kernels(tensor_type::iq4_nl)->dot,
+    static const type_kernels iq4_nl{gemm_by_tokens<unpack_iq4_nl, tensor_type::iq4_nl>, dot<q8_tile<unpack_iq4_nl>>,
                                      avx2_kernels(tensor_type::iq4_nl)->quantize};
-    static const type_kernels q5_1{gemm_by_tokens<unpack_q5_1, tensor_type::q5_1>, avx_vnni_kernels(tensor_type::q5_1)->dot,
+    static const type_kernels q5_1{gemm_by_tokens<unpack_q5_1, tensor_type::q5_1>, dot<q8_tile<unpack_q5_1>>,
                                    avx2_kernels(tensor_type::q5_1)->quantize};
-    static const type_kernels q4_1{gemm_by_tokens<unpack_q4_1, tensor_type::q4_1>, avx_vnni_kernels(tensor_type::q4_1)->dot,
+    static const type_kernels q4_1{gemm_by_tokens<unpack_q4_1, tensor_type::q4_1>, dot<q8_tile<unpack_q4_1>>,
                                    avx2_kernels(tensor_type::q4_1)->quantize};
     switch (weight) {
         case tensor_type::f32: return &f32;
@@ -599,7 +601,7 @@ const type_kernels* avx512_kernels(tensor_type weight) {
         case tensor_type::iq4_nl: return &iq4_nl;
         default: {
             const type_kernels* k = avx512_kquant_kernels(weight);
-            return k != nullptr ? k : avx_vnni_kernels(weight);
+            return k != nullptr ? k : avx2_kernels(weight);
         }
     }
 }

@@ -27,23 +27,10 @@ namespace {
 // 209 / 298; 2 tokens even (iq4_nl 237 / 248, q4_1 241 / 262).
 constexpr int64_t min_tokens_prompt = 3;
 
-// One token takes nibble_decode_tile (iq4_nl too, its nibbles looked up as
-// levels + 128: on the Xeon, in cache, 96 us against the q8 tile's 114-125
-// per 2816 x 1024 matmul; IQ4_NL 220M model tg128 62-66 -> 66-71 tokens/s
-// over three rounds, the machine shared),
-// 2 the q8 tile (q8_0 every decode).
-// Out of line: inlined into gemm_by_tokens, q4_0 one-token decode (the
-// AVX-512 level on AMD takes it too) measured 2-4 % slower.
-template <class U>
-__attribute__((noinline)) TACHYON_TILE_TARGET void decode(const gemm_args& a, int64_t r0, int64_t r1) {
-    if constexpr (std::is_same_v<U, unpack_q8_0>) gemm<q8_tile<U>>(a, r0, r1);
-    else gemm_nibbles<U>(a, r0, r1);
-}
-
 template <class U, tensor_type T>
 TACHYON_TILE_TARGET void gemm_by_tokens(const gemm_args& a, int64_t r0, int64_t r1) {
     if (a.n_tokens >= min_tokens_prompt) return prompt_gemm_avx_vnni(T)(a, r0, r1);
-    decode<U>(a, r0, r1);
+    gemm_vnni_decode<U>(a, r0, r1);
 }
 
 }  // namespace

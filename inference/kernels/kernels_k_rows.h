@@ -32,6 +32,9 @@ __attribute__((target("avx2,fma,f16c"))) void lay_out_q4_k_rows8(const gemm_args
 // q5_K as q4_k_rows, its values 0..31: int16 sums of its products overflow
 // where q4_K's do not, so only int32 (dpbusd) tiles read it.
 __attribute__((target("avx2,fma,f16c"))) void lay_out_q5_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out);
+// iq4_xs as q4_k_rows (levels + 128, scales less 32, 128 * scale as the
+// mins, d as dmin), for int32 tiles too.
+__attribute__((target("avx2,fma,f16c"))) void lay_out_iq4_xs_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out);
 __attribute__((target("avx2,fma,f16c"))) void lay_out_q6_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q6_k_rows* out);
 
 }  // namespace tachyon::detail

@@ -2,7 +2,9 @@
 // activations) matmul tile, the one-token tile of the 4- and 5-bit types
 // (nibble_decode_tile), and the tile drivers, compiled once per
 // instruction set: the including file defines TACHYON_TILE_TARGET (a target
-// attribute) and TACHYON_TILE_VNNI (0: AVX2 maddubs, 1: AVX-VNNI dpbusd)
+// attribute) and TACHYON_TILE_VNNI (0: AVX2 maddubs, 1: AVX-VNNI dpbusd,
+// VEX-encoded; 2: the same dpbusd EVEX-encoded, AVX512-VNNI with VL, for
+// the CPUs with AVX-512 and no AVX-VNNI: Zen 4, Ice Lake, Cascade Lake)
 // before including it, and TACHYON_TILE_MASKS 1 where AVX-512BW's byte masks
 // may be used. Everything lands in that file's anonymous namespace.
 //
@@ -259,6 +261,12 @@ struct unpack_q5_1 {
     }
 };
 
+#if TACHYON_TILE_VNNI == 2
+#define TACHYON_DPBUSD256 _mm256_dpbusd_epi32
+#elif TACHYON_TILE_VNNI
+#define TACHYON_DPBUSD256 _mm256_dpbusd_avx_epi32
+#endif
+
 #if TACHYON_TILE_VNNI
 // One dpbusd multiplies and sums 4 byte products into each int32 lane, with
 // no saturation: signed q8_0 weights are read as unsigned w + 128 too, and
@@ -279,13 +287,13 @@ struct int_dot {
         if constexpr (Offset == with_min) {
             return _mm256_setzero_si256();
         } else {
-            const __m256i s = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(static_cast<char>(k<Offset>)), x);
+            const __m256i s = TACHYON_DPBUSD256(_mm256_setzero_si256(), _mm256_set1_epi8(static_cast<char>(k<Offset>)), x);
             return _mm256_sub_epi32(_mm256_setzero_si256(), s);
         }
     }
     template <int Offset>
     TACHYON_TILE_TARGET static __m256i dot(__m256i w, __m256i x, __m256i x_off) {
-        return _mm256_dpbusd_avx_epi32(x_off, w, x);
+        return TACHYON_DPBUSD256(x_off, w, x);
     }
 };
 #else
@@ -472,7 +480,7 @@ struct nibble_decode_tile {
             __m256i start = _mm256_setzero_si256();
             if constexpr (off != with_min) {
                 const __m256i k = _mm256_set1_epi8(static_cast<char>(off));
-                start = _mm256_sub_epi32(start, _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(start, k, x_lo), k, x_hi));
+                start = _mm256_sub_epi32(start, TACHYON_DPBUSD256(TACHYON_DPBUSD256(start, k, x_lo), k, x_hi));
             }
 #else
             // q4_0 / q5_0: offset * (pair sums of x), subtracted in int16
@@ -515,7 +523,7 @@ struct nibble_decode_tile {
 #endif
                 }
 #if TACHYON_TILE_VNNI
-                const __m256i sum = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(start, lo, x_lo), hi, x_hi);
+                const __m256i sum = TACHYON_DPBUSD256(TACHYON_DPBUSD256(start, lo, x_lo), hi, x_hi);
 #else
                 // pairs of products stay within 2 * 31 * 127, the two halves
                 // within 2^14, less the offset term (at most 2 * 2 * 16 * 127)
@@ -591,6 +599,19 @@ TACHYON_TILE_TARGET void gemm_nibbles(const gemm_args& a, int64_t r0, int64_t r1
     if (a.n_tokens == 1) gemm<nibble_decode_tile<U>>(a, r0, r1);
     else gemm<q8_tile<U>>(a, r0, r1);
 }
+
+#if TACHYON_TILE_VNNI
+// Decode (one or two tokens) with dpbusd: q8_0 the q8 tile, the others
+// gemm_nibbles (iq4_nl's nibbles looked up as levels + 128: on a Xeon, in
+// cache, 96 us against the q8 tile's 114-125 per 2816 x 1024 matmul).
+// Out of line: inlined into the callers' gemm_by_tokens, q4_0 one-token
+// decode measured 2-4 % slower.
+template <class U>
+__attribute__((noinline)) TACHYON_TILE_TARGET void gemm_vnni_decode(const gemm_args& a, int64_t r0, int64_t r1) {
+    if constexpr (std::is_same_v<U, unpack_q8_0>) gemm<q8_tile<U>>(a, r0, r1);
+    else gemm_nibbles<U>(a, r0, r1);
+}
+#endif
 
 template <class K>
 TACHYON_TILE_TARGET float dot(int64_t n, const void* w, const void* x) {

@@ -146,16 +146,6 @@ std::unique_ptr<model> load(const fs::path& p, bool exact, int n_ctx) {
     return std::move(m).value();
 }
 
-// The kernel sets this CPU has, the reference first.
-std::vector<kernel_isa> isas() {
-    std::vector<kernel_isa> v{kernel_isa::scalar};
-    if (cpu_has_avx2()) v.push_back(kernel_isa::avx2);
-    if (cpu_has_avx_vnni()) v.push_back(kernel_isa::avx_vnni);
-    if (cpu_has_avx512()) v.push_back(kernel_isa::avx512);
-    if (cpu_has_amx()) v.push_back(kernel_isa::amx);
-    return v;
-}
-
 // The references were computed at n_ctx 4096.
 constexpr int ref_n_ctx = 4096;
 
@@ -229,7 +219,7 @@ TEST_CASE("every architecture file on the fast path, every kernel set and 1 and 
     const std::vector<int32_t> ids = read_ids(arch_dir / "ids.txt");
     for (const fs::path& gguf : arch_files()) {
         CAPTURE(gguf.filename().string());
-        check_fast(gguf, ids, "", ref_n_ctx, isas(), {1, 2});
+        check_fast(gguf, ids, "", ref_n_ctx, available_isas(), {1, 2});
     }
 }
 

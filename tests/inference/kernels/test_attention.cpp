@@ -18,7 +18,7 @@ namespace {
 std::vector<kernel_isa> isas() {
     std::vector<kernel_isa> v{kernel_isa::scalar};
     if (cpu_has_avx2()) v.push_back(kernel_isa::avx2);
-    if (cpu_has_avx2() && cpu_has_avx_vnni() && cpu_has_avx512()) v.push_back(kernel_isa::avx512);
+    if (cpu_has_avx512()) v.push_back(kernel_isa::avx512);
     return v;
 }
 

@@ -29,14 +29,6 @@ const tensor_type new_types[] = {tensor_type::q4_1, tensor_type::q5_0, tensor_ty
 
 bool has_min(tensor_type t) { return t == tensor_type::q4_1 || t == tensor_type::q5_1; }
 
-std::vector<kernel_isa> all_isas() {
-    std::vector<kernel_isa> v{kernel_isa::scalar};
-    if (cpu_has_avx2()) v.push_back(kernel_isa::avx2);
-    if (cpu_has_avx_vnni()) v.push_back(kernel_isa::avx_vnni);
-    if (cpu_has_avx_vnni() && cpu_has_avx512()) v.push_back(kernel_isa::avx512);
-    if (cpu_has_avx_vnni() && cpu_has_amx()) v.push_back(kernel_isa::amx);
-    return v;
-}
 
 float get_half(const std::byte* p) {
     uint16_t h;
@@ -164,7 +156,7 @@ TEST_CASE("vec_dot of every added type equals the reference dot of the same quan
             if (has_min(type))
                 for (int64_t k = 0; k < n; ++k) min_tol += min_term(type, w.data(), k) * std::fabs(xd[k]) * 1e-3;
             const float scalar = vec_dot(kernel_isa::scalar, type, n, w.data(), xq.data());
-            for (kernel_isa isa : all_isas()) {
+            for (kernel_isa isa : available_isas()) {
                 CAPTURE(to_string(type));
                 CAPTURE(to_string(isa));
                 CAPTURE(n);
@@ -178,7 +170,7 @@ TEST_CASE("vec_dot of every added type equals the reference dot of the same quan
 }
 
 TEST_CASE("matmul of every added type on every kernel set matches the dequantized weights, and SIMD the scalar kernels") {
-    const std::vector<kernel_isa> isas = all_isas();
+    const std::vector<kernel_isa> isas = available_isas();
     for (tensor_type type : new_types) {
         const int block = activation_type(type) == tensor_type::q8_k ? 256 : 32;
         for (int64_t n_cols : cols_of(type)) {
