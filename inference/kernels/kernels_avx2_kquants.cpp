@@ -138,10 +138,9 @@ struct q45_k_sums {
     template <int RN>
     TACHYON_AVX2_STEP static void sums(const block& wb, tokens<RN> x, int64_t b, const __m128i (&xsum)[RN], lanes<RN> sumi,
                                   lanes<RN> summ) {
-        alignas(16) uint8_t sm[16];
-        q4_k_unpack_scales(wb.scales, sm);
-        const __m128i mins = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 8)));
-        const __m256i factors = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm))));
+        const __m128i sm = _mm256_castsi256_si128(q4_k_scales_mins(wb.scales, wb.scales));
+        const __m128i mins = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+        const __m256i factors = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(sm));
         __m256i qh = _mm256_setzero_si256();
         if constexpr (five_bits) qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wb.qh));
 #pragma GCC unroll 16

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -294,11 +295,14 @@ struct k_rows512 {
                 __m512i sumi;
                 __m512 summ;
                 K::rows(w0, w1, x[b], sumi, summ);
-                const __m512 d = _mm512_insertf32x8(_mm512_set1_ps(_cvtsh_ss(w0.d)), _mm256_set1_ps(_cvtsh_ss(w1.d)), 1);
-                acc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(d, dx), acc[p]);
                 if constexpr (K::has_mins) {
-                    const __m512 dmin = _mm512_insertf32x8(_mm512_set1_ps(_cvtsh_ss(w0.dmin)), _mm256_set1_ps(_cvtsh_ss(w1.dmin)), 1);
+                    __m512 d, dmin;
+                    K::scales(w0, w1, d, dmin);
+                    acc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(d, dx), acc[p]);
                     acc[p] = _mm512_fnmadd_ps(summ, _mm512_mul_ps(dmin, dx), acc[p]);
+                } else {
+                    const __m512 d = _mm512_insertf32x8(_mm512_set1_ps(_cvtsh_ss(w0.d)), _mm256_set1_ps(_cvtsh_ss(w1.d)), 1);
+                    acc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sumi), _mm512_mul_ps(d, dx), acc[p]);
                 }
             }
         }
@@ -309,6 +313,12 @@ struct k_rows512 {
         }
     }
 };
+
+// q4_k_scales_mins of two q4_K / q5_K blocks as int16, one 128-bit lane
+// each: [row 0 scales 0..7 | row 0 mins 0..7 | row 1 scales | row 1 mins].
+TACHYON_AVX512 inline __m512i q4_k_scales_pair(const uint8_t* s0, const uint8_t* s1) {
+    return _mm512_cvtepu8_epi16(q4_k_scales_mins(s0, s1));
+}
 
 // Factor k (0..7) of the eight int16 factors in every 128-bit lane, in
 // every int16 lane (lane_factor on 512 bits).
@@ -330,11 +340,9 @@ struct q45_k_rows512 {
 
     TACHYON_AVX512 static void rows(const block& w0, const block& w1, const block_q8_k& xb, __m512i& sumi, __m512& summ) {
         const __m512i low4 = _mm512_set1_epi8(0x0f);
-        alignas(16) uint8_t sm0[16], sm1[16];
-        q4_k_unpack_scales(w0.scales, sm0);
-        q4_k_unpack_scales(w1.scales, sm1);
-        const auto widen = [](const uint8_t* p) TACHYON_AVX512 { return _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); };
-        const __m512i factors = row_pair_factors(widen(sm0), widen(sm1));
+        // [row 0 scales | row 0 mins | row 1 scales | row 1 mins] as int16
+        const __m512i sm = q4_k_scales_pair(w0.scales, w1.scales);
+        const __m512i factors = _mm512_shuffle_i64x2(sm, sm, _MM_SHUFFLE(2, 2, 0, 0));
         __m512i qh;
         if constexpr (five_bits) qh = halves_of(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0.qh)), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1.qh)));
         sumi = _mm512_setzero_si512();
@@ -354,11 +362,22 @@ struct q45_k_rows512 {
             sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(lo, x_lo), lane_factor512(factors, 2 * c));
             sumi = _mm512_dpwssd_epi32(sumi, _mm512_maddubs_epi16(hi, x_hi), lane_factor512(factors, 2 * c + 1));
         }
-        // the mins against the sub-block sums of 32: 4 int32 per row, at lanes 0-3 and 8-11
+        // the mins against the sub-block sums of 32: 4 int32 per row, at lanes 4-7 and 12-15
         const __m128i xsum = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums)),
                                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(xb.bsums + 8)));
-        const __m128i m0 = _mm_madd_epi16(widen(sm0 + 8), xsum), m1 = _mm_madd_epi16(widen(sm1 + 8), xsum);
-        summ = _mm512_cvtepi32_ps(_mm512_inserti32x4(_mm512_zextsi128_si512(m0), m1, 2));
+        summ = _mm512_cvtepi32_ps(_mm512_maskz_madd_epi16(0xf0f0, sm, _mm512_broadcast_i32x4(xsum)));
+    }
+
+    // d and dmin of two rows: d0 in the lower 8 lanes, d1 in the upper
+    TACHYON_AVX512 static void scales(const block& w0, const block& w1, __m512& d, __m512& dmin) {
+        static_assert(offsetof(block, dmin) == offsetof(block, d) + 2);
+        uint32_t h0, h1;
+        std::memcpy(&h0, &w0.d, 4);
+        std::memcpy(&h1, &w1.d, 4);
+        // [d0, dmin0, d1, dmin1]
+        const __m512 f = _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(h0 | (uint64_t{h1} << 32)))));
+        d = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2), f);
+        dmin = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3), f);
     }
 };
 
