@@ -518,14 +518,12 @@ inline void merge8_scales(const uint32_t (&lo)[8], const uint32_t (&hi)[8], int3
     }
 }
 
-// q4_K, q5_K and iq4_xs: sub-blocks of 32 with a scale and a min each.
-using q4_k_lay_out8 = void (*)(const gemm_args&, int64_t, int, int64_t, q4_k_rows*);
-template <q4_k_lay_out8 LayOut8, int64_t MinTokens>
-struct q4_k_like_layout16 {
+// q4_K, q5_K and iq4_xs: sub-blocks of 32 with a scale and a min each. The
+// tiles are one set for the three (each an instance of a large unrolled
+// function, out of line so that the types share them).
+struct q4_k_tokens16 {
     using rows8 = q4_k_rows;
     using rows = q4_k_rows16;
-    static constexpr int64_t min_tokens = MinTokens;
-    static void lay_out8(const gemm_args& a, int64_t r, int n, int64_t nb, rows8* out) { LayOut8(a, r, n, nb, out); }
     static void merge(const rows8& lo, const rows8& hi, rows& o) {
         for (int m = 0; m < 64; ++m) merge8(lo.quants[m], hi.quants[m], o.quants[m]);
         for (int s = 0; s < 8; ++s) merge8_scales(lo.scales[s], hi.scales[s], o.scales[s]);
@@ -535,7 +533,7 @@ struct q4_k_like_layout16 {
     }
 
     template <int NT>
-    TACHYON_AVX512 static void tokens(const gemm_args& a, const rows* w, int64_t nb, int64_t r, int64_t t, __mmask16 keep) {
+    __attribute__((noinline)) TACHYON_AVX512 static void tokens(const gemm_args& a, const rows* w, int64_t nb, int64_t r, int64_t t, __mmask16 keep) {
         const block_q8_k* x[NT];
         for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
         __m512 acc[NT];
@@ -585,6 +583,13 @@ struct q4_k_like_layout16 {
 #pragma GCC unroll 16
         for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
     }
+};
+
+using q4_k_lay_out8 = void (*)(const gemm_args&, int64_t, int, int64_t, q4_k_rows*);
+template <q4_k_lay_out8 LayOut8, int64_t MinTokens>
+struct q4_k_like_layout16 : q4_k_tokens16 {
+    static constexpr int64_t min_tokens = MinTokens;
+    static void lay_out8(const gemm_args& a, int64_t r, int n, int64_t nb, rows8* out) { LayOut8(a, r, n, nb, out); }
 };
 
 struct q6_k_layout16 {
