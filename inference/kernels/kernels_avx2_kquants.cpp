@@ -624,8 +624,7 @@ TACHYON_AVX2 void lay_out_iq4_xs_rows8(const gemm_args& a, int64_t r, int n, int
         for (int i = 0; i < 8; ++i) {
             const block_iq4_xs& w = row[i][b];
             int scale[8];
-            for (int sb = 0; sb < 8; ++sb)
-                scale[sb] = (((w.scales_l[sb / 2] >> (4 * (sb % 2))) & 0xf) | (((w.scales_h >> (2 * sb)) & 3) << 4)) - 32;
+            for (int sb = 0; sb < 8; ++sb) scale[sb] = iq4_xs_scale(w, sb) - 32;
             const auto half = [](int v) { return static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int16_t>(v))); };
             for (int sb = 0; sb < 8; ++sb) o.scales[sb][i] = half(scale[sb]) * 0x10001u;
             for (int p = 0; p < 4; ++p) o.mins[p][i] = half(128 * scale[2 * p]) | (half(128 * scale[2 * p + 1]) << 16);

@@ -314,12 +314,6 @@ struct k_rows512 {
     }
 };
 
-// q4_k_scales_mins of two q4_K / q5_K blocks as int16, one 128-bit lane
-// each: [row 0 scales 0..7 | row 0 mins 0..7 | row 1 scales | row 1 mins].
-TACHYON_AVX512 inline __m512i q4_k_scales_pair(const uint8_t* s0, const uint8_t* s1) {
-    return _mm512_cvtepu8_epi16(q4_k_scales_mins(s0, s1));
-}
-
 // Factor k (0..7) of the eight int16 factors in every 128-bit lane, in
 // every int16 lane (lane_factor on 512 bits).
 TACHYON_AVX512 inline __m512i lane_factor512(__m512i factors, int k) {
@@ -341,7 +335,7 @@ struct q45_k_rows512 {
     TACHYON_AVX512 static void rows(const block& w0, const block& w1, const block_q8_k& xb, __m512i& sumi, __m512& summ) {
         const __m512i low4 = _mm512_set1_epi8(0x0f);
         // [row 0 scales | row 0 mins | row 1 scales | row 1 mins] as int16
-        const __m512i sm = q4_k_scales_pair(w0.scales, w1.scales);
+        const __m512i sm = _mm512_cvtepu8_epi16(q4_k_scales_mins(w0.scales, w1.scales));
         const __m512i factors = _mm512_shuffle_i64x2(sm, sm, _MM_SHUFFLE(2, 2, 0, 0));
         __m512i qh;
         if constexpr (five_bits) qh = halves_of(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w0.qh)), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w1.qh)));

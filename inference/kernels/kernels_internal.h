@@ -93,7 +93,7 @@ inline void q4_k_unpack_scales(const uint8_t* packed, uint8_t out[16]) {
 // which stay inside a q4_K or q5_K block. In the decode tiles it took fewer
 // instructions than the integer unpacking, which had taken more than the
 // dot products (Zen 4, `tachyon bench matmul --type q4_k --tokens 1 --mib
-// 2`: AVX-512 20.4 -> 22.9 GB/s, AVX2 17.8 -> 19.3).
+// 2`: AVX-512 20.4 -> 22.6-22.8 GB/s, AVX2 17.8 -> 18.6-18.8).
 __attribute__((target("avx2"))) inline __m256i q4_k_scales_mins(const uint8_t* packed0, const uint8_t* packed1) {
     const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(packed0))),
                                               _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed1)), 1);
