@@ -510,10 +510,6 @@ struct q6_k_layout {
     }
 };
 
-// Activations of a panel of tokens: in L2 (512 KiB on Zen 3) while every
-// row group of the range passes.
-constexpr int64_t q4_k_panel_bytes = int64_t{256} << 10;
-
 // Q: the layout of a type's 8-row groups (q4_k_layout, q6_k_layout).
 template <class Q>
 TACHYON_AVX2 void gemm_k_rows8(const gemm_args& a, int64_t r0, int64_t r1) {
@@ -521,7 +517,7 @@ TACHYON_AVX2 void gemm_k_rows8(const gemm_args& a, int64_t r0, int64_t r1) {
     const int64_t nb = a.n_cols / qk_k;
     thread_local std::vector<rows> buffer;
     if (buffer.size() < static_cast<size_t>(nb)) buffer.resize(static_cast<size_t>(nb));
-    const int64_t panel = std::max<int64_t>(q4_k_nt, q4_k_panel_bytes / static_cast<int64_t>(a.x_row_bytes) / q4_k_nt * q4_k_nt);
+    const int64_t panel = std::max<int64_t>(q4_k_nt, prompt_panel_bytes / static_cast<int64_t>(a.x_row_bytes) / q4_k_nt * q4_k_nt);
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
         const int64_t t1 = std::min(a.n_tokens, t0 + panel);
         for (int64_t r = r0; r < r1; r += 8) {

@@ -659,10 +659,6 @@ TACHYON_AVX512 void rows16_tail(const gemm_args& a, const typename Q::rows* w, i
     }
 }
 
-// Activations of a panel of tokens stay in L2 (1 MiB a core on Zen 4 and
-// Zen 5) beside a row group's layout while every group of the range passes.
-constexpr int64_t rows16_panel_bytes = int64_t{256} << 10;
-
 template <class Q>
 void gemm_k_rows16(const gemm_args& a, int64_t r0, int64_t r1) {
     const int64_t nb = a.n_cols / qk_k;
@@ -671,7 +667,7 @@ void gemm_k_rows16(const gemm_args& a, int64_t r0, int64_t r1) {
     for (auto& h : half8)
         if (h.size() < static_cast<size_t>(nb)) h.resize(static_cast<size_t>(nb));
     if (buffer.size() < static_cast<size_t>(nb)) buffer.resize(static_cast<size_t>(nb));
-    const int64_t panel = std::max<int64_t>(rows16_nt, rows16_panel_bytes / static_cast<int64_t>(a.x_row_bytes) / rows16_nt * rows16_nt);
+    const int64_t panel = std::max<int64_t>(rows16_nt, prompt_panel_bytes / static_cast<int64_t>(a.x_row_bytes) / rows16_nt * rows16_nt);
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
         const int64_t t1 = std::min(a.n_tokens, t0 + panel);
         for (int64_t r = r0; r < r1; r += 16) {

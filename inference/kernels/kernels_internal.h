@@ -24,6 +24,17 @@ struct gemm_args {
     const std::byte* panels = nullptr;  // float weights packed by pack_panels, or nullptr
 };
 
+// The prompt tiles lay each group of weight rows out once per panel of
+// tokens and run the panel's activations past it. Those come from L2 or L3
+// at a rate far above what the tiles need; the layout is the cost that
+// repeats, so a panel holds every token of an engine step (max_batch_tokens,
+// 256) even on 8960 columns. Measured on Zen 4, one thread, `tachyon bench
+// matmul --type T --tokens 256 --rows 1536 --cols 8960 -t 1 --mib 64
+// --no-bandwidth`, ms, panels of 256 KiB (24 tokens) against these: q6_K
+// 51.3 / 26.3 (AVX-512), 54.6 / 35.4 (AVX2), q4_K 39.9 / 30.5 (AVX2); q4_0
+// with panels of 1 MiB 22.0 / 21.5.
+constexpr int64_t prompt_panel_bytes = int64_t{4} << 20;
+
 struct type_kernels {
     // y[t, r] for r in [r0, r1) and every token.
     void (*gemm)(const gemm_args& a, int64_t r0, int64_t r1) = nullptr;

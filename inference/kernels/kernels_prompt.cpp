@@ -54,11 +54,6 @@
 namespace tachyon::detail {
 namespace {
 
-// Activations stream from L2 in panels of about this many bytes; the
-// weight groups are laid out again once per panel (with panels of 256 KiB,
-// three for a prompt of 512, the layout took 6 % of it on the 220M model).
-constexpr int64_t prompt_panel_bytes = int64_t{1} << 20;
-
 // How the tiles read a weight type: `nibbles` keeps the block's 16 bytes of
 // nibbles (elements 4m..4m+3 in the low nibbles of dword m, 16+4m..16+4m+3
 // in the high ones), else 8 dwords of bytes; stored q + offset; `min` adds
