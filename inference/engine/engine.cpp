@@ -114,7 +114,8 @@ engine::engine(std::unique_ptr<model> m, const engine_options& options)
     : model_(std::move(m)),
       options_(options),
       ctx_(std::make_unique<kernel_context>(engine_threads(*model_, options.n_threads))),
-      kv_(kv_config_for(*model_, options)) {
+      kv_(kv_config_for(*model_, options)),
+      draft_cost_(options.max_batch_tokens) {
     if (options.prefix_cache) prefix_ = std::make_unique<prefix_cache>(options.block_size);
     if (options.split_prefill) {
         ctx_prefill_ = std::make_unique<kernel_context>(1);
@@ -425,12 +426,15 @@ void engine::step() {
         active* a;
         int n;                       // tokens it put in the batch
         std::vector<int32_t> draft;  // of those, speculative (after the pending token)
+        draft_source source;         // where the draft came from
         bool prefill_side;           // split: in batch_prefill_
     };
     std::vector<planned_entry> planned;
     int n_decoding = 0;
     for (const auto& up : active_) n_decoding += !up->done && !up->in_prefill ? 1 : 0;
     const bool lookup = n_decoding <= options_.max_lookup_batch;
+    int n_decoding_left = n_decoding;  // decoding requests not yet in the batch
+    bool any_prefill = false;          // a prompt chunk is in this step: its time says nothing of a draft's cost
     // Decoding requests first (one token each, plus a draft), so decoding
     // never stalls behind a long prefill; prefill fills the rest of the
     // budget in chunks (split: a budget and a batch of its own).
@@ -457,6 +461,8 @@ void engine::step() {
                 continue;
             }
             std::vector<int32_t> draft;
+            draft_source source = draft_source::proposed;
+            if (decoding) --n_decoding_left;
             if (decoding && pending == 1 && (a.req.n_draft > 0 || a.req.propose)) {
                 const int room = std::min(budget - 1, a.req.max_tokens - static_cast<int>(a.generated.size()) - 1);
                 if (room > 0 && a.req.propose) {
@@ -465,9 +471,18 @@ void engine::step() {
                     for (int32_t t : draft)
                         if (t < 0 || t >= n_vocab) draft.clear();  // a bad guess is no guess
                 }
-                if (room > 0 && draft.empty() && a.req.n_draft > 0 && lookup)
+                if (room > 0 && draft.empty() && a.req.n_draft > 0 && lookup) {
                     draft = prompt_lookup_draft(s.tokens, {.n_draft = std::min(a.req.n_draft, room)});
+                    source = draft_source::lookup;
+                }
+                if (!draft.empty() && options_.draft_tuning) {
+                    // The step holds what is planned so far, this request's
+                    // token and one token of each decoding request after it.
+                    const int n_base = static_cast<int>(batch.size()) + 1 + n_decoding_left;
+                    draft.resize(static_cast<size_t>(draft_cost_.choose(source, static_cast<int>(draft.size()), n_base)));
+                }
             }
+            any_prefill = any_prefill || !decoding;
             const int n = std::min(pending, budget) + static_cast<int>(draft.size());
             if (auto st = reserve_kv(s, n); !st) {
                 finish(a, finish_reason::error, st.err().message);
@@ -484,10 +499,11 @@ void engine::step() {
                 batch.add(t, s.seq, computed + i, want && i >= pending - 1);
             }
             budget -= n;
-            planned.push_back({&a, n, std::move(draft), prefill_side});
+            planned.push_back({&a, n, std::move(draft), source, prefill_side});
         }
     }
     if (batch_.size() == 0 && batch_prefill_.size() == 0) return;
+    const auto t_forward = clock_type::now();
 
     // The two forwards touch different sequences' KV blocks and take their
     // own activations from the model: they may run at once.
@@ -509,7 +525,7 @@ void engine::step() {
     if (side_work) side_->wait();
 
     size_t row = 0, row_prefill = 0;
-    for (auto& [ap, n, draft, prefill_side] : planned) {
+    for (auto& [ap, n, draft, source, prefill_side] : planned) {
         active& a = *ap;
         session_state& s = *a.session;
         const int computed = kv_.n_tokens(s.seq);
@@ -522,21 +538,25 @@ void engine::step() {
             const float* rows = prefill_side ? &logits_prefill_[r * n_vocab] : &logits_[r * n_vocab];
             r += 1 + draft.size();
             if (!a.done) {
-                const int kept = sample_rows(a, rows, draft);
+                const draft_outcome d = sample_rows(a, rows, draft);
                 // Keys and values of draft tokens the sampler did not pick are dropped.
-                if (kept < static_cast<int>(draft.size())) kv_.truncate(s.seq, computed + n_real + kept);
+                if (d.kept < static_cast<int>(draft.size())) kv_.truncate(s.seq, computed + n_real + d.kept);
+                if (!draft.empty()) draft_cost_.record_draft(source, d.judged, d.kept);
             } else if (!draft.empty()) {
                 kv_.truncate(s.seq, computed + n_real);
             }
         }
         offer_to_cache(s);
     }
+    // The forward and the sampling of its rows: what a draft token adds to a step.
+    if (!any_prefill && batch_prefill_.size() == 0)
+        draft_cost_.record_step(static_cast<int>(batch_.size()), ms_between(t_forward, clock_type::now()));
 }
 
-int engine::sample_rows(active& a, const float* logits, std::span<const int32_t> draft) {
+engine::draft_outcome engine::sample_rows(active& a, const float* logits, std::span<const int32_t> draft) {
     const int n_vocab = model_->hparams().n_vocab;
     session_state& s = *a.session;
-    int kept = 0;
+    draft_outcome out;
     // Counted before a token can finish the request, which reports its stats.
     a.stats.n_drafted += static_cast<int>(draft.size());
     for (size_t i = 0; i <= draft.size() && !a.done; ++i) {
@@ -574,7 +594,8 @@ int engine::sample_rows(active& a, const float* logits, std::span<const int32_t>
             s.tokens.push_back(token);
         }
         const bool matches_draft = i < draft.size() && token == draft[i];
-        kept += matches_draft ? 1 : 0;
+        out.judged += i < draft.size() ? 1 : 0;
+        out.kept += matches_draft ? 1 : 0;
         a.stats.n_draft_accepted += matches_draft ? 1 : 0;
         bool go_on = a.req.on_token ? a.req.on_token(token) : true;
         bool stop_token = std::find(a.req.stop_tokens.begin(), a.req.stop_tokens.end(), token) != a.req.stop_tokens.end();
@@ -585,7 +606,7 @@ int engine::sample_rows(active& a, const float* logits, std::span<const int32_t>
         }
         if (!matches_draft) break;
     }
-    return kept;
+    return out;
 }
 
 void engine::offer_to_cache(session_state& s) {

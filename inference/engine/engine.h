@@ -26,6 +26,7 @@
 #include "inference/kv/kv_cache.h"
 #include "inference/arch/model.h"
 #include "inference/kv/prefix_cache.h"
+#include "inference/engine/draft_cost.h"
 #include "inference/engine/sampler.h"
 
 namespace tachyon {
@@ -56,6 +57,12 @@ struct engine_options {
     // of its own, and joins them. Off (the default, measured faster here):
     // one forward mixes decode tokens and prefill chunks on n_threads.
     bool split_prefill = false;
+    // How much of each draft to verify, from the step times and kept-rates
+    // the engine measures (draft_cost.h): on a CPU a long draft can cost
+    // more steps than it saves. Off (the default): every draft is verified
+    // whole. On the incident replays (Zen 4, 0.5B and 1.5B shapes) the two
+    // were even within the machine's noise, so it is not on by default.
+    bool draft_tuning = false;
 };
 
 using session_id = int64_t;
@@ -203,8 +210,12 @@ private:
     void finish(active& a, finish_reason reason, std::string error = {});
     // Samples from `n_rows` logits rows of one request (row i follows batch
     // token i); row i > 0 counts only while the draft token before it was
-    // what the sampler picked. Returns how many draft tokens were kept.
-    int sample_rows(active& a, const float* logits, std::span<const int32_t> draft);
+    // what the sampler picked.
+    struct draft_outcome {
+        int judged = 0;  // draft positions the sampler reached
+        int kept = 0;    // of those, the leading ones it picked
+    };
+    draft_outcome sample_rows(active& a, const float* logits, std::span<const int32_t> draft);
     void offer_to_cache(session_state& s);
     // Starts a fresh sequence for `s` from the longest cached prefix of its tokens.
     void attach_prefix(session_state& s, active& a);
@@ -250,6 +261,7 @@ private:
     std::vector<float> logits_;  // [n_logits, n_vocab]
     std::vector<uint8_t> mask_;  // [n_vocab]
     uint64_t tick_ = 0;  // engine thread: admission counter
+    draft_cost_model draft_cost_;  // engine thread: how much of a draft pays
     std::thread thread_;
 };
 

@@ -251,6 +251,7 @@ int bench_agents(const cli::parsed_args& args) {
         service_options so;
         so.engine.n_threads = setup->threads;
         so.engine.split_prefill = args.flag("split-prefill");
+        so.engine.draft_tuning = args.flag("draft-tuning");
         so.engine.n_ctx = static_cast<int>(std::max<int64_t>(16384, concurrency * 6144));
         so.engine.max_active = m.max_active;
         so.engine.prefix_cache = m.prefix_cache;
@@ -416,6 +417,8 @@ cli::command_spec make_bench_agents_command() {
         {"threads", 't', cli::option_kind::value, "N", "1", "inference threads"},
         {"split-prefill", 0, cli::option_kind::flag, "", "",
          "prefill/decode split: prefill chunks on a thread of their own, beside the --threads decoding (inference/engine/engine.h)"},
+        {"draft-tuning", 0, cli::option_kind::flag, "", "",
+         "verify of each draft only the prefix the engine's measured step costs and kept-rates pay for, not the whole draft (inference/engine/draft_cost.h)"},
         {"world", 0, cli::option_kind::value, "PATH", "", "the incident-world program"},
         {"journal-dir", 0, cli::option_kind::value, "DIR", "runs", "where run journals are written"},
         {"replay", 0, cli::option_kind::value, "TRANSCRIPTS", "",
