@@ -50,7 +50,7 @@ private:
     status check_all_used() const;
     void dequantize_all();
     void layer(kernel_context& ctx, activations& A, const forward_batch& batch, kv_cache& kv, int il);
-    void pack_small_model();
+    void pack_weights();
     std::vector<weight_ref*> matrices();
 
     // Float weights up to this size in all are packed as panels.
@@ -145,7 +145,7 @@ status decoder_model::bind(std::unique_ptr<gguf_file> file, const arch_traits& t
     TACHYON_TRY(bind_rope(options));
     TACHYON_TRY(check_all_used());
     if (options.exact) dequantize_all();
-    pack_small_model();
+    pack_weights();
     attention_shape shape{hp.n_layer, hp.n_head, hp.n_head_kv, hp.head_dim};
     shape.scale = hp.attention_scale;
     shape.softcap = hp.attn_softcap;
@@ -253,22 +253,32 @@ void decoder_model::dequantize_all() {
 // Float models small enough that their weights stay in cache get their
 // matrices packed as panels too (kernels.h): decode of several sequences
 // and the verification of drafts then multiply without transposes or
-// horizontal sums. Larger models stream their weights from memory, where a
-// second copy would only add to what is read and held.
-void decoder_model::pack_small_model() {
+// horizontal sums. Larger float models stream their weights from memory,
+// where a second copy would only add to what is read and held. q4_K
+// matrices are packed at every size (AVX2 and AVX-512); where the kernels
+// read nothing else (panels_replace_weights: AVX-512 below AMX) the
+// mapping's pages of them then go, so the model holds one copy. At AVX2
+// long prompts still read the file's pages: those stay mapped and clean,
+// so the kernel may reclaim them.
+void decoder_model::pack_weights() {
     std::vector<weight_ref*> all = matrices();
     all.push_back(&output_);
-    size_t total = 0;
+    size_t float_total = 0;
     for (const weight_ref* w : all) {
-        if (!panels_pay(w->type, w->n_rows, w->n_cols)) continue;
-        total += w->bytes();
+        if (w->type == tensor_type::q4_k || !panels_pay(w->type, w->n_rows, w->n_cols)) continue;
+        float_total += w->bytes();
     }
-    if (total == 0 || total > max_packed_bytes) return;
+    const bool pack_floats = float_total > 0 && float_total <= max_packed_bytes;
     for (weight_ref* w : all) {
+        const bool quantized = w->type == tensor_type::q4_k;
+        if (w->panels != nullptr || (!quantized && !pack_floats)) continue;
         auto p = pack_panels(w->type, w->data, w->n_rows, w->n_cols);
         if (p.data == nullptr) continue;
         w->panels = p.data;
         panels_.push_back(std::move(p));
+        // a tied output's token_embd.weight is still read by the lookups
+        const bool looked_up = w->data == tok_embd_.data;
+        if (quantized && panels_replace_weights(w->type) && !looked_up) file_->release_pages(w->data, w->bytes());
     }
 }
 

@@ -513,6 +513,10 @@ const gguf_tensor_info* gguf_file::find_tensor(std::string_view name) const {
     return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
+void gguf_file::release_pages(const void* p, size_t n) const {
+    if (map_ != nullptr) map_->release(p, n);
+}
+
 // --- typed lookups -----------------------------------------------------------
 
 namespace {

@@ -115,6 +115,11 @@ public:
     const std::vector<gguf_tensor_info>& tensors() const { return tensors_; }
     const gguf_tensor_info* find_tensor(std::string_view name) const;
 
+    // Lets the mapped pages wholly inside [p, p + n) go from memory (a model
+    // that uses a packed copy of a tensor instead); touched again, they are
+    // read back from the file. Does nothing for a parsed in-memory image.
+    void release_pages(const void* p, size_t n) const;
+
 private:
     gguf_file() = default;
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 namespace tachyon {
@@ -47,6 +48,17 @@ result<std::unique_ptr<mapped_file>> mapped_file::open(const std::string& path) 
     }
     ::close(fd);  // the mapping keeps its own reference to the file
     return file;
+}
+
+void mapped_file::release(const void* p, size_t n) const {
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto lo = reinterpret_cast<uintptr_t>(base_), hi = lo + size_;
+    auto begin = reinterpret_cast<uintptr_t>(p), end = begin + n;
+    if (base_ == nullptr || begin < lo || end > hi) return;
+    begin = (begin + page - 1) / page * page;
+    end = end / page * page;
+    // advice only: a failure leaves the pages where they are
+    if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 mapped_file::~mapped_file() {

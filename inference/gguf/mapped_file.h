@@ -25,6 +25,11 @@ public:
     std::span<const std::byte> bytes() const { return {static_cast<const std::byte*>(base_), size_}; }
     const std::string& path() const { return path_; }
 
+    // Lets the pages wholly inside [p, p + n) go from this process's memory
+    // (a copy of them is used instead); they are read back from the file if
+    // touched again. p must lie in the mapping.
+    void release(const void* p, size_t n) const;
+
 private:
     mapped_file() = default;
 

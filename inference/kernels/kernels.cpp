@@ -3,10 +3,12 @@
 #include "inference/kernels/kernels.h"
 
 #include <cpuid.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string_view>
 #include <thread>
 
@@ -443,19 +445,75 @@ int default_threads(size_t largest_matmul_bytes) {
     return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols) {
-    const bool is_float = weight == tensor_type::f32 || weight == tensor_type::f16 || weight == tensor_type::bf16;
-    return is_float && n_rows >= panel_rows && n_cols > 0 && n_cols % 16 == 0 && default_isa() >= kernel_isa::avx512;
+namespace {
+
+bool is_float(tensor_type t) { return t == tensor_type::f32 || t == tensor_type::f16 || t == tensor_type::bf16; }
+
+// The AMX level multiplies q4_K batches of this many tokens and more on
+// AMX-BF16 tiles from the weights in place (min_tokens_dequant in
+// kernels_amx_quant.cpp); fewer take the packed weights.
+constexpr int64_t amx_q4_k_min_tokens = 16;
+
+// The AVX2 level's prompt tiles (kernels_prompt.cpp) multiply batches of
+// this many tokens and more from the weights in place faster than the
+// packed kernel, whose 16 registers hold 4 tokens a pass (Zen 4, one thread,
+// 8960 x 1536, us packed / in place: 16 tokens 2131 / 2482, 32 4335 / 4359,
+// 64 9013 / 8302, 256 36618 / 30058).
+constexpr int64_t avx2_q4_k_min_tokens_in_place = 32;
+
+bool reads_packed_q4_k(kernel_isa isa, int64_t n_tokens) {
+    if (isa == kernel_isa::avx2) return n_tokens < avx2_q4_k_min_tokens_in_place;
+    return isa >= kernel_isa::avx2 && !(isa == kernel_isa::amx && n_tokens >= amx_q4_k_min_tokens);
 }
+
+}  // namespace
+
+bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols) {
+    if (weight == tensor_type::q4_k) return n_rows > 0 && n_cols > 0 && n_cols % qk_k == 0 && default_isa() >= kernel_isa::avx2;
+    return is_float(weight) && n_rows >= panel_rows && n_cols > 0 && n_cols % 16 == 0 && default_isa() >= kernel_isa::avx512;
+}
+
+bool panels_replace_weights(tensor_type weight) {
+    const kernel_isa isa = default_isa();
+    return weight == tensor_type::q4_k && isa >= kernel_isa::avx512 && isa < kernel_isa::amx;
+}
+
+void weight_panels::release::operator()(std::byte* p) const noexcept { std::free(p); }
+
+namespace {
+
+// Storage for `bytes` of panels: 64-byte aligned, and where it spans a huge
+// page at least, 2 MiB aligned with MADV_HUGEPAGE asked before any page is
+// touched (Linux; elsewhere, or when refused, small pages).
+void allocate_panels(weight_panels& p, size_t bytes) {
+    constexpr size_t huge = size_t{2} << 20;
+    const size_t align = bytes >= huge ? huge : 64;
+    const size_t rounded = (bytes + align - 1) / align * align;
+    auto* mem = static_cast<std::byte*>(std::aligned_alloc(align, rounded));
+    if (mem == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    if (align == huge) ::madvise(mem, rounded, MADV_HUGEPAGE);
+#endif
+    p.storage.reset(mem);
+    p.bytes = rounded;
+    p.data = mem;
+}
+
+}  // namespace
 
 weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols) {
     weight_panels p;
     if (!panels_pay(weight, n_rows, n_cols)) return p;
+    if (weight == tensor_type::q4_k) {
+        allocate_panels(p, detail::q4_k_packed_bytes(n_rows, n_cols));
+        detail::pack_q4_k(w, n_rows, n_cols, p.storage.get());
+        return p;
+    }
     const size_t elem = weight == tensor_type::f32 ? 4 : 2;
     const int64_t n_groups = n_rows / panel_rows;
     const size_t bytes = static_cast<size_t>(n_groups * n_cols * panel_rows) * elem;
-    p.storage.resize(bytes + 64);
-    std::byte* dst = p.storage.data() + (64 - reinterpret_cast<uintptr_t>(p.storage.data()) % 64) % 64;
+    allocate_panels(p, bytes);
+    std::byte* dst = p.storage.get();
     // dst[g][k][i] = W[g * 32 + i][k]
     const auto pack = [&](auto* out, const auto* in) {
         for (int64_t g = 0; g < n_groups; ++g)
@@ -467,7 +525,6 @@ weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int
     };
     if (elem == 4) pack(reinterpret_cast<float*>(dst), static_cast<const float*>(w));
     else pack(reinterpret_cast<uint16_t*>(dst), static_cast<const uint16_t*>(w));
-    p.data = dst;
     return p;
 }
 
@@ -496,14 +553,22 @@ void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_ro
         a.x = xq;
     }
 
-    if (ctx.isa() >= kernel_isa::avx512) a.panels = panels;
-    // With panels, threads take whole groups of 32 rows: a row's sum then
-    // comes from the same kernel however many threads run.
-    const int64_t unit = a.panels != nullptr ? panel_rows : rows_per_unit;
+    detail::gemm_fn gemm = k.gemm;
+    int64_t unit = rows_per_unit;
+    if (panels != nullptr && weight == tensor_type::q4_k && reads_packed_q4_k(ctx.isa(), n_tokens)) {
+        // groups of 16 rows, as rows_per_unit
+        a.panels = panels;
+        gemm = ctx.isa() >= kernel_isa::avx512 ? detail::gemm_q4_k_packed512 : detail::gemm_q4_k_packed256;
+    } else if (panels != nullptr && is_float(weight) && ctx.isa() >= kernel_isa::avx512) {
+        // With panels, threads take whole groups of 32 rows: a row's sum then
+        // comes from the same kernel however many threads run.
+        a.panels = panels;
+        unit = panel_rows;
+    }
     const int64_t n_units = (n_rows + unit - 1) / unit;
     const int64_t grain = matmul_threads(ctx, weight, n_rows, n_cols, n_tokens) > 1 ? 1 : n_units;
     ctx.parallel_for(n_units, grain, [&](int64_t u0, int64_t u1) {
-        k.gemm(a, u0 * unit, std::min(n_rows, u1 * unit));
+        gemm(a, u0 * unit, std::min(n_rows, u1 * unit));
     });
 }
 

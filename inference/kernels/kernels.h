@@ -150,13 +150,38 @@ int default_threads(size_t largest_matmul_bytes);
 // no panel and take the row kernels. The panels are a copy: the weights
 // stay in place for the other kernels and for lookups.
 struct weight_panels {
-    std::vector<std::byte> storage;
-    const std::byte* data = nullptr;  // 64-byte aligned inside storage; nullptr when nothing was packed
-    size_t size_bytes() const { return storage.size(); }
+    struct release {
+        void operator()(std::byte* p) const noexcept;
+    };
+    // Aligned to 2 MiB and given transparent huge pages where it is that
+    // large: a stream of weights then crosses no 4 KiB page boundary, where
+    // the hardware prefetchers stop, and misses no TLB entry every 4 KiB
+    // (Zen 4, q4_K 8960 x 1536 from 128 MiB, one thread, AVX2, 1 token:
+    // 458-518 us on small pages, 317 on huge ones).
+    std::unique_ptr<std::byte, release> storage;
+    size_t bytes = 0;
+    const std::byte* data = nullptr;  // storage, 64-byte aligned; nullptr when nothing was packed
+    size_t size_bytes() const { return bytes; }
 };
+//
+// q4_K weights are packed for the AVX2 and AVX-512 levels: every group of
+// 16 rows block by block, the rows in the vector lanes, the nibbles as they
+// are and the 6-bit scales unpacked to bytes (2.8 % more than the q4_K
+// rows; the last group padded with zero rows). Decode and small batches
+// then read them without horizontal sums or per-row scale unpacking. At
+// AVX-512 every batch size reads them (prompts without a layout per call);
+// batches of 32 tokens and more at AVX2, and of 16 and more at AMX, read
+// the weights in place.
+//
 // True when this CPU's kernels would use panels of this weight: AVX-512,
-// a float type, rows a multiple of 16 long, at least 32 rows.
+// a float type, rows a multiple of 16 long, at least 32 rows; or AVX2 and
+// q4_K.
 bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols);
+// True when, at this CPU's default kernel level, every matmul of this
+// weight reads its panels and none the weights in place: a model may let
+// the mapping's pages of them go (they are read back from the file should
+// a lower level, a lookup or another reader need them).
+bool panels_replace_weights(tensor_type weight);
 // The panels of w (empty unless panels_pay).
 weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols);
 

@@ -152,7 +152,21 @@ int bench_matmul(const cli::parsed_args& args) {
     std::normal_distribution<float> normal(0.0f, 1.0f);
     for (auto& v : x) v = normal(rng);
     std::vector<float> y(static_cast<size_t>(*rows) * static_cast<size_t>(max_tokens));
-    const size_t total_bytes = matrix_bytes * n_matrices;
+    // Packed as a model packs them (kernels.h: pack_panels; llama.cpp's
+    // pack_weights: q4_K always, float weights up to 16 MiB), unless --in-place.
+    const bool in_place = args.flag("in-place");
+    std::vector<weight_panels> panels(n_matrices);
+    size_t total_bytes = matrix_bytes * n_matrices;
+    const bool model_packs = *type == tensor_type::q4_k || total_bytes <= (size_t{16} << 20);
+    if (!in_place && model_packs && panels_pay(*type, *rows, *cols)) {
+        total_bytes = 0;
+        for (size_t i = 0; i < n_matrices; ++i) {
+            panels[i] = pack_panels(*type, w[i].data(), *rows, *cols);
+            // what the kernels read: the panels alone where they replace the weights
+            total_bytes += panels_replace_weights(*type) ? panels[i].size_bytes() : matrix_bytes;
+        }
+    }
+    const bool packed = panels[0].data != nullptr;
 
     std::vector<matmul_sample> samples;
     for (int nt : *threads) {
@@ -161,7 +175,7 @@ int bench_matmul(const cli::parsed_args& args) {
         for (int n_tok : *tokens) {
             using clock = std::chrono::steady_clock;
             const auto pass = [&] {
-                for (const auto& m : w) matmul(ctx, *type, m.data(), *rows, *cols, x.data(), n_tok, y.data());
+                for (size_t i = 0; i < n_matrices; ++i) matmul(ctx, *type, w[i].data(), *rows, *cols, x.data(), n_tok, y.data(), panels[i].data);
             };
             pass();  // warm-up: threads started, scratch grown
             double best = 1e30;
@@ -187,7 +201,8 @@ int bench_matmul(const cli::parsed_args& args) {
     if (args.flag("json")) {
         std::ostringstream os;
         os << "{\"type\": \"" << type_name << "\", \"rows\": " << *rows << ", \"cols\": " << *cols << ", \"matrices\": " << n_matrices
-           << ", \"weight_bytes\": " << total_bytes << ", \"kernels\": \"" << isa << "\", \"samples\": [";
+           << ", \"weight_bytes\": " << total_bytes << ", \"packed\": " << (packed ? "true" : "false") << ", \"kernels\": \"" << isa
+           << "\", \"samples\": [";
         for (size_t i = 0; i < samples.size(); ++i) {
             const auto& s = samples[i];
             os << (i ? ", " : "") << "{\"threads\": " << s.n_threads << ", \"tokens\": " << s.n_tokens << ", \"us_per_matmul\": " << s.us_per_matmul
@@ -197,8 +212,9 @@ int bench_matmul(const cli::parsed_args& args) {
         std::cout << os.str();
         return 0;
     }
-    std::printf("%s [%lld x %lld], %zu matrices, %.1f MiB of weights per pass; kernels %s (TACHYON_KERNELS caps the level)\n", type_name.c_str(),
-                static_cast<long long>(*rows), static_cast<long long>(*cols), n_matrices, static_cast<double>(total_bytes) / (1 << 20), isa.c_str());
+    std::printf("%s [%lld x %lld], %zu matrices, %.1f MiB of weights per pass%s; kernels %s (TACHYON_KERNELS caps the level)\n", type_name.c_str(),
+                static_cast<long long>(*rows), static_cast<long long>(*cols), n_matrices, static_cast<double>(total_bytes) / (1 << 20),
+                packed ? " (packed)" : "", isa.c_str());
     std::printf("| %7s | %6s | %12s | %10s | %12s |\n", "threads", "tokens", "us/matmul", "GB/s", "% of read bw");
     std::printf("| %7s | %6s | %12s | %10s | %12s |\n", "-------", "------", "------------", "----------", "------------");
     for (const auto& s : samples) {
@@ -228,6 +244,7 @@ cli::command_spec make_bench_matmul_command() {
         {"tokens", 0, cli::option_kind::value, "LIST", "1,2,4,8", "tokens per matmul, e.g. 1,8"},
         {"seconds", 0, cli::option_kind::value, "S", "0.5", "time per measurement (at least 3 passes)"},
         {"no-bandwidth", 0, cli::option_kind::flag, "", "", "skip measuring the read bandwidth"},
+        {"in-place", 0, cli::option_kind::flag, "", "", "multiply the weights as stored, not packed as a model packs them (q4_K; small float models)"},
         {"json", 0, cli::option_kind::flag, "", "", "print one JSON object"},
     };
     c.run = bench_matmul;
