@@ -254,8 +254,8 @@ void decoder_model::dequantize_all() {
 // matrices packed as panels too (kernels.h): decode of several sequences
 // and the verification of drafts then multiply without transposes or
 // horizontal sums. Larger float models stream their weights from memory,
-// where a second copy would only add to what is read and held. q4_K
-// matrices are packed at every size (AVX2 and AVX-512); where the kernels
+// where a second copy would only add to what is read and held. q4_K and
+// q6_K matrices are packed at every size (AVX2 and AVX-512); where the kernels
 // read nothing else (panels_replace_weights: AVX-512 below AMX) the
 // mapping's pages of them then go, so the model holds one copy. At AVX2
 // long prompts still read the file's pages: those stay mapped and clean,
@@ -265,12 +265,12 @@ void decoder_model::pack_weights() {
     all.push_back(&output_);
     size_t float_total = 0;
     for (const weight_ref* w : all) {
-        if (w->type == tensor_type::q4_k || !panels_pay(w->type, w->n_rows, w->n_cols)) continue;
+        if (packs_quantized(w->type) || !panels_pay(w->type, w->n_rows, w->n_cols)) continue;
         float_total += w->bytes();
     }
     const bool pack_floats = float_total > 0 && float_total <= max_packed_bytes;
     for (weight_ref* w : all) {
-        const bool quantized = w->type == tensor_type::q4_k;
+        const bool quantized = packs_quantized(w->type);
         if (w->panels != nullptr || (!quantized && !pack_floats)) continue;
         auto p = pack_panels(w->type, w->data, w->n_rows, w->n_cols);
         if (p.data == nullptr) continue;

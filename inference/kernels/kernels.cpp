@@ -449,33 +449,38 @@ namespace {
 
 bool is_float(tensor_type t) { return t == tensor_type::f32 || t == tensor_type::f16 || t == tensor_type::bf16; }
 
-// The AMX level multiplies q4_K batches of this many tokens and more on
-// AMX-BF16 tiles from the weights in place (min_tokens_dequant in
+// The AMX level multiplies q4_K / q6_K batches of this many tokens and
+// more on AMX-BF16 tiles from the weights in place (min_tokens_dequant in
 // kernels_amx_quant.cpp); fewer take the packed weights.
-constexpr int64_t amx_q4_k_min_tokens = 16;
+constexpr int64_t amx_k_min_tokens = 16;
 
 // The AVX2 level's prompt tiles (kernels_prompt.cpp) multiply batches of
 // this many tokens and more from the weights in place faster than the
-// packed kernel, whose 16 registers hold 4 tokens a pass (Zen 4, one thread,
-// 8960 x 1536, us packed / in place: 16 tokens 2131 / 2482, 32 4335 / 4359,
-// 64 9013 / 8302, 256 36618 / 30058).
+// packed kernels, whose 16 registers hold 4 tokens a pass (Zen 4, one
+// thread, 8960 x 1536, us packed / in place: q4_K 16 tokens 2131 / 2482,
+// 32 4335 / 4359, 64 9013 / 8302, 256 36618 / 30058; q6_K 1 token 553 /
+// 617, 8 1869 / 2126, 16 3685 / 3542).
 constexpr int64_t avx2_q4_k_min_tokens_in_place = 32;
+constexpr int64_t avx2_q6_k_min_tokens_in_place = 16;
 
-bool reads_packed_q4_k(kernel_isa isa, int64_t n_tokens) {
-    if (isa == kernel_isa::avx2) return n_tokens < avx2_q4_k_min_tokens_in_place;
-    return isa >= kernel_isa::avx2 && !(isa == kernel_isa::amx && n_tokens >= amx_q4_k_min_tokens);
+bool reads_packed(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
+    if (!packs_quantized(weight)) return false;
+    if (isa == kernel_isa::avx2) return n_tokens < (weight == tensor_type::q4_k ? avx2_q4_k_min_tokens_in_place : avx2_q6_k_min_tokens_in_place);
+    return isa >= kernel_isa::avx2 && !(isa == kernel_isa::amx && n_tokens >= amx_k_min_tokens);
 }
 
 }  // namespace
 
+bool packs_quantized(tensor_type weight) { return weight == tensor_type::q4_k || weight == tensor_type::q6_k; }
+
 bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols) {
-    if (weight == tensor_type::q4_k) return n_rows > 0 && n_cols > 0 && n_cols % qk_k == 0 && default_isa() >= kernel_isa::avx2;
+    if (packs_quantized(weight)) return n_rows > 0 && n_cols > 0 && n_cols % qk_k == 0 && default_isa() >= kernel_isa::avx2;
     return is_float(weight) && n_rows >= panel_rows && n_cols > 0 && n_cols % 16 == 0 && default_isa() >= kernel_isa::avx512;
 }
 
 bool panels_replace_weights(tensor_type weight) {
     const kernel_isa isa = default_isa();
-    return weight == tensor_type::q4_k && isa >= kernel_isa::avx512 && isa < kernel_isa::amx;
+    return packs_quantized(weight) && isa >= kernel_isa::avx512 && isa < kernel_isa::amx;
 }
 
 void weight_panels::release::operator()(std::byte* p) const noexcept { std::free(p); }
@@ -495,7 +500,7 @@ void allocate_panels(weight_panels& p, size_t bytes) {
     if (align == huge) ::madvise(mem, rounded, MADV_HUGEPAGE);
 #endif
     p.storage.reset(mem);
-    p.bytes = rounded;
+    p.bytes = bytes;  // what the kernels read, not the padding
     p.data = mem;
 }
 
@@ -507,6 +512,11 @@ weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int
     if (weight == tensor_type::q4_k) {
         allocate_panels(p, detail::q4_k_packed_bytes(n_rows, n_cols));
         detail::pack_q4_k(w, n_rows, n_cols, p.storage.get());
+        return p;
+    }
+    if (weight == tensor_type::q6_k) {
+        allocate_panels(p, detail::q6_k_packed_bytes(n_rows, n_cols));
+        detail::pack_q6_k(w, n_rows, n_cols, p.storage.get());
         return p;
     }
     const size_t elem = weight == tensor_type::f32 ? 4 : 2;
@@ -555,10 +565,12 @@ void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_ro
 
     detail::gemm_fn gemm = k.gemm;
     int64_t unit = rows_per_unit;
-    if (panels != nullptr && weight == tensor_type::q4_k && reads_packed_q4_k(ctx.isa(), n_tokens)) {
+    if (panels != nullptr && reads_packed(weight, ctx.isa(), n_tokens)) {
         // groups of 16 rows, as rows_per_unit
         a.panels = panels;
-        gemm = ctx.isa() >= kernel_isa::avx512 ? detail::gemm_q4_k_packed512 : detail::gemm_q4_k_packed256;
+        const bool wide = ctx.isa() >= kernel_isa::avx512;
+        if (weight == tensor_type::q4_k) gemm = wide ? detail::gemm_q4_k_packed512 : detail::gemm_q4_k_packed256;
+        else gemm = wide ? detail::gemm_q6_k_packed512 : detail::gemm_q6_k_packed256;
     } else if (panels != nullptr && is_float(weight) && ctx.isa() >= kernel_isa::avx512) {
         // With panels, threads take whole groups of 32 rows: a row's sum then
         // comes from the same kernel however many threads run.

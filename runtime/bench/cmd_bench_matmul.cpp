@@ -153,11 +153,11 @@ int bench_matmul(const cli::parsed_args& args) {
     for (auto& v : x) v = normal(rng);
     std::vector<float> y(static_cast<size_t>(*rows) * static_cast<size_t>(max_tokens));
     // Packed as a model packs them (kernels.h: pack_panels; llama.cpp's
-    // pack_weights: q4_K always, float weights up to 16 MiB), unless --in-place.
+    // pack_weights: q4_K and q6_K always, float weights up to 16 MiB), unless --in-place.
     const bool in_place = args.flag("in-place");
     std::vector<weight_panels> panels(n_matrices);
     size_t total_bytes = matrix_bytes * n_matrices;
-    const bool model_packs = *type == tensor_type::q4_k || total_bytes <= (size_t{16} << 20);
+    const bool model_packs = packs_quantized(*type) || total_bytes <= (size_t{16} << 20);
     if (!in_place && model_packs && panels_pay(*type, *rows, *cols)) {
         total_bytes = 0;
         for (size_t i = 0; i < n_matrices; ++i) {
@@ -244,7 +244,7 @@ cli::command_spec make_bench_matmul_command() {
         {"tokens", 0, cli::option_kind::value, "LIST", "1,2,4,8", "tokens per matmul, e.g. 1,8"},
         {"seconds", 0, cli::option_kind::value, "S", "0.5", "time per measurement (at least 3 passes)"},
         {"no-bandwidth", 0, cli::option_kind::flag, "", "", "skip measuring the read bandwidth"},
-        {"in-place", 0, cli::option_kind::flag, "", "", "multiply the weights as stored, not packed as a model packs them (q4_K; small float models)"},
+        {"in-place", 0, cli::option_kind::flag, "", "", "multiply the weights as stored, not packed as a model packs them (q4_K, q6_K; small float models)"},
         {"json", 0, cli::option_kind::flag, "", "", "print one JSON object"},
     };
     c.run = bench_matmul;

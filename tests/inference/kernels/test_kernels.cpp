@@ -432,50 +432,52 @@ TEST_CASE("matmul with weights packed as panels matches the double-precision ref
     }
 }
 
-TEST_CASE("matmul of q4_K weights packed in groups of 16 rows matches the weights in place at every level and batch size") {
+TEST_CASE("matmul of q4_K and q6_K weights packed in groups of 16 rows matches the weights in place at every level and batch size") {
     // 37 rows: two whole groups and a tail of 5 padded with zero rows; 3 blocks a row.
     const int64_t n_rows = 37, n_cols = 768;
-    const tensor_type type = tensor_type::q4_k;
-    const auto w = random_weights(type, n_rows, n_cols, 47);
-    const weight_panels panels = pack_panels(type, w.data(), n_rows, n_cols);
-    if (default_isa() < kernel_isa::avx2) {
-        CHECK(panels.data == nullptr);  // no kernels that read them (scalar CPU, or TACHYON_KERNELS=scalar)
-        return;
-    }
-    REQUIRE(panels.data != nullptr);
-    CHECK(panels.size_bytes() >= size_t{3} * 3 * 2368);  // 3 groups of 16 rows, 3 blocks each
-    std::vector<float> wf(static_cast<size_t>(n_rows * n_cols));
-    for (int64_t r = 0; r < n_rows; ++r) dequantize_row(type, w.data() + r * row_size(type, n_cols), wf.data() + r * n_cols, n_cols);
-    kernel_context scalar(1, kernel_isa::scalar);
-    for (kernel_isa isa : available_isas()) {
-        if (isa < kernel_isa::avx2) continue;
-        kernel_context one(1, isa), two(2, isa);
-        // one token (decode), the tails of every pass (AVX2 takes 4 tokens a
-        // pass, AVX-512 8), several passes, and AMX's threshold of 16
-        for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 33}) {
-            CAPTURE(to_string(isa));
-            CAPTURE(n_tokens);
-            const auto x = random_floats(static_cast<size_t>(n_tokens * n_cols), 53 + static_cast<uint32_t>(n_tokens));
-            std::vector<float> ref(static_cast<size_t>(n_tokens * n_rows)), y1(ref.size(), -1.0f), y2(ref.size(), -2.0f);
-            matmul(scalar, type, w.data(), n_rows, n_cols, x.data(), n_tokens, ref.data());
-            matmul(one, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y1.data(), panels.data);
-            matmul(two, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y2.data(), panels.data);
-            int n_bad = 0;
-            for (int64_t t = 0; t < n_tokens; ++t) {
-                for (int64_t r = 0; r < n_rows; ++r) {
-                    // the same q8_K activations on both sides: only the float sums' order differs
-                    double mag = 0.0;
-                    for (int64_t k = 0; k < n_cols; ++k) mag += std::fabs(static_cast<double>(wf[r * n_cols + k]) * x[t * n_cols + k]);
-                    if (std::fabs(y1[t * n_rows + r] - ref[t * n_rows + r]) > 1e-4 * mag + 1e-6) ++n_bad;
+    for (const auto& [type, group_bytes] : {std::pair{tensor_type::q4_k, size_t{2368}}, std::pair{tensor_type::q6_k, size_t{3392}}}) {
+        CAPTURE(to_string(type));
+        const auto w = random_weights(type, n_rows, n_cols, 47);
+        const weight_panels panels = pack_panels(type, w.data(), n_rows, n_cols);
+        if (default_isa() < kernel_isa::avx2) {
+            CHECK(panels.data == nullptr);  // no kernels that read them (scalar CPU, or TACHYON_KERNELS=scalar)
+            continue;
+        }
+        REQUIRE(panels.data != nullptr);
+        CHECK(panels.size_bytes() >= size_t{3} * 3 * group_bytes);  // 3 groups of 16 rows, 3 blocks each
+        std::vector<float> wf(static_cast<size_t>(n_rows * n_cols));
+        for (int64_t r = 0; r < n_rows; ++r) dequantize_row(type, w.data() + r * row_size(type, n_cols), wf.data() + r * n_cols, n_cols);
+        kernel_context scalar(1, kernel_isa::scalar);
+        for (kernel_isa isa : available_isas()) {
+            if (isa < kernel_isa::avx2) continue;
+            kernel_context one(1, isa), two(2, isa);
+            // one token (decode), the tails of every pass (AVX2 takes 4 tokens a
+            // pass, AVX-512 8), several passes, and AMX's threshold of 16
+            for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 33}) {
+                CAPTURE(to_string(isa));
+                CAPTURE(n_tokens);
+                const auto x = random_floats(static_cast<size_t>(n_tokens * n_cols), 53 + static_cast<uint32_t>(n_tokens));
+                std::vector<float> ref(static_cast<size_t>(n_tokens * n_rows)), y1(ref.size(), -1.0f), y2(ref.size(), -2.0f);
+                matmul(scalar, type, w.data(), n_rows, n_cols, x.data(), n_tokens, ref.data());
+                matmul(one, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y1.data(), panels.data);
+                matmul(two, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y2.data(), panels.data);
+                int n_bad = 0;
+                for (int64_t t = 0; t < n_tokens; ++t) {
+                    for (int64_t r = 0; r < n_rows; ++r) {
+                        // the same q8_K activations on both sides: only the float sums' order differs
+                        double mag = 0.0;
+                        for (int64_t k = 0; k < n_cols; ++k) mag += std::fabs(static_cast<double>(wf[r * n_cols + k]) * x[t * n_cols + k]);
+                        if (std::fabs(y1[t * n_rows + r] - ref[t * n_rows + r]) > 1e-4 * mag + 1e-6) ++n_bad;
+                    }
                 }
+                CHECK(n_bad == 0);
+                CHECK(y1 == y2);  // threads take whole groups of 16 rows
             }
-            CHECK(n_bad == 0);
-            CHECK(y1 == y2);  // threads take whole groups of 16 rows
         }
     }
 }
 
-TEST_CASE("only float weights of 32 rows and more, 16-multiple long, and q4_K are packed as panels") {
+TEST_CASE("only float weights of 32 rows and more, 16-multiple long, q4_K and q6_K are packed as panels") {
     const auto q = random_weights(tensor_type::q8_0, 64, 64, 5);
     CHECK(pack_panels(tensor_type::q8_0, q.data(), 64, 64).data == nullptr);
     const auto few = random_weights(tensor_type::f16, 31, 64, 5);

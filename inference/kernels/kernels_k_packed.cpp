@@ -1,0 +1,541 @@
+// q4_K and q6_K weights packed at load (pack_panels) for the AVX2 and
+// AVX-512 levels: every group of 16 rows block by block, rows in the vector
+// lanes, the bits as they were (q4_K) or regrouped (q6_K). A token's 4
+// activation bytes, broadcast, then multiply into 16 rows' sums at once, so
+// neither decode nor a prompt pays a horizontal sum, a per-row scale
+// unpacking or a layout per call.
+//
+// The row kernels (k_rows512, k_tile) spend per 64 weights of a row a
+// shuffle of the scale factors, a maddubs and a dpwssd, and per block and
+// row an unpacking of the 6-bit scales and a horizontal sum; the 16-row
+// prompt tiles lay each group out again, once per call, into bytes. Packed
+// at load, a group's 64 bytes of quants for 16 rows cost an and (and a
+// shift for the high nibbles) and, per token, one dpbusd (AVX-512) or a
+// maddubs and an int16 add (AVX2); the scales come as bytes, one widening
+// per sub-block for all 16 rows.
+//
+// Every function carries its own target attribute, so the file builds for
+// plain x86-64; kernels.cpp calls in here only at the levels the CPU has.
+
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge
+// operand, which -Wuninitialized reports once inlined (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+
+#include "inference/gguf/quant.h"
+#include "inference/kernels/kernels_internal.h"
+
+#define TACHYON_AVX2 __attribute__((target("avx2,fma,f16c")))
+#define TACHYON_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2,fma,f16c")))
+
+namespace tachyon::detail {
+
+// One block of 256 columns of a group of 16 rows. Chunk c of a q4_K row is
+// its quant bytes 32c..32c+31: the low nibbles are sub-block 2c, the high
+// ones 2c + 1, byte 4k + i of the chunk element 4k + i of both.
+struct alignas(64) q4_k_packed16 {
+    uint32_t qs[4][8][16];   // [c][k][row]: bytes 4k..4k+3 of the row's chunk c
+    uint8_t scales[8][16];   // [s][row]: 6-bit scale of sub-block s
+    uint8_t mins[4][16][2];  // [p][row]: the mins of sub-blocks 2p and 2p + 1
+    uint16_t d[16], dmin[16];
+};
+static_assert(sizeof(q4_k_packed16) == 2368, "about 2.8 % above 16 q4_K blocks (2304 bytes)");
+
+size_t q4_k_packed_bytes(int64_t n_rows, int64_t n_cols) {
+    return static_cast<size_t>((n_rows + 15) / 16 * (n_cols / qk_k)) * sizeof(q4_k_packed16);
+}
+
+void pack_q4_k(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
+    const int64_t nb = n_cols / qk_k, n_groups = (n_rows + 15) / 16;
+    const auto* blocks = static_cast<const block_q4_k*>(w);
+    auto* packed = reinterpret_cast<q4_k_packed16*>(out);
+    for (int64_t g = 0; g < n_groups; ++g) {
+        for (int64_t b = 0; b < nb; ++b) {
+            q4_k_packed16& p = packed[g * nb + b];
+            std::memset(&p, 0, sizeof p);  // rows past n_rows: zero weights, sums never stored
+            for (int i = 0; i < 16 && g * 16 + i < n_rows; ++i) {
+                const block_q4_k& blk = blocks[(g * 16 + i) * nb + b];
+                for (int c = 0; c < 4; ++c)
+                    for (int k = 0; k < 8; ++k) std::memcpy(&p.qs[c][k][i], blk.qs + 32 * c + 4 * k, 4);
+                uint8_t sm[16];
+                q4_k_unpack_scales(blk.scales, sm);
+                for (int s = 0; s < 8; ++s) p.scales[s][i] = sm[s];
+                for (int q = 0; q < 4; ++q) {
+                    p.mins[q][i][0] = sm[8 + 2 * q];
+                    p.mins[q][i][1] = sm[9 + 2 * q];
+                }
+                p.d[i] = blk.d;
+                p.dmin[i] = blk.dmin;
+            }
+        }
+    }
+}
+
+// One block of 256 columns of a group of 16 rows of q6_K, the 6-bit values
+// kept unsigned (0..63; the offset of 32 comes off through the token's
+// bsums). Chunk c is elements 64c..64c+63 of a row: byte m of a row's dword
+// lo[c][k] holds the low 4 bits of element 64c + 4k + m in its low nibble
+// and of element 64c + 32 + 4k + m in its high one, byte m of hi[c][k] the
+// top 2 bits of elements 64c + 16f + 4k + m at bits 2f..2f+1, f = 0..3.
+// Sub-block s (16 elements) is then lo[s/4][4 (s%2) + k] and hi[s/4][k],
+// k = 0..3, with one shift each to line the bits up.
+struct alignas(64) q6_k_packed16 {
+    uint32_t lo[4][8][16];
+    uint32_t hi[4][4][16];
+    int8_t scales[16][16];  // [s][row]
+    uint16_t d[16];
+};
+static_assert(sizeof(q6_k_packed16) == 3392, "about 1 % above 16 q6_K blocks (3360 bytes)");
+
+size_t q6_k_packed_bytes(int64_t n_rows, int64_t n_cols) {
+    return static_cast<size_t>((n_rows + 15) / 16 * (n_cols / qk_k)) * sizeof(q6_k_packed16);
+}
+
+void pack_q6_k(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
+    const int64_t nb = n_cols / qk_k, n_groups = (n_rows + 15) / 16;
+    const auto* blocks = static_cast<const block_q6_k*>(w);
+    auto* packed = reinterpret_cast<q6_k_packed16*>(out);
+    for (int64_t g = 0; g < n_groups; ++g) {
+        for (int64_t b = 0; b < nb; ++b) {
+            q6_k_packed16& p = packed[g * nb + b];
+            std::memset(&p, 0, sizeof p);  // rows past n_rows: zero weights, sums never stored
+            for (int i = 0; i < 16 && g * 16 + i < n_rows; ++i) {
+                const block_q6_k& blk = blocks[(g * 16 + i) * nb + b];
+                uint8_t q[qk_k];  // the row's values in element order
+                for (int half = 0; half < 2; ++half) {
+                    const uint8_t* ql = blk.ql + 64 * half;
+                    const uint8_t* qh = blk.qh + 32 * half;
+                    uint8_t* v = q + 128 * half;
+                    for (int l = 0; l < 32; ++l) {
+                        v[l] = static_cast<uint8_t>((ql[l] & 0x0f) | ((qh[l] & 3) << 4));
+                        v[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4));
+                        v[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+                        v[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+                    }
+                }
+                for (int c = 0; c < 4; ++c) {
+                    const uint8_t* e = q + 64 * c;
+                    for (int k = 0; k < 8; ++k) {
+                        auto* lo = reinterpret_cast<uint8_t*>(&p.lo[c][k][i]);
+                        for (int m = 0; m < 4; ++m) lo[m] = static_cast<uint8_t>((e[4 * k + m] & 0x0f) | (e[32 + 4 * k + m] & 0x0f) << 4);
+                    }
+                    for (int k = 0; k < 4; ++k) {
+                        auto* hi = reinterpret_cast<uint8_t*>(&p.hi[c][k][i]);
+                        for (int m = 0; m < 4; ++m) {
+                            int v = 0;
+                            for (int f = 0; f < 4; ++f) v |= (e[16 * f + 4 * k + m] >> 4) << (2 * f);
+                            hi[m] = static_cast<uint8_t>(v);
+                        }
+                    }
+                }
+                for (int sb = 0; sb < 16; ++sb) p.scales[sb][i] = blk.scales[sb];
+                p.d[i] = blk.d;
+            }
+        }
+    }
+}
+
+namespace {
+
+// Software prefetch, into L2, this far ahead of the block being read: 5
+// lines per sub-block, 40 per block (its 37 and the start of the next).
+// Groups lie one after another, so past a group's last block this fetches
+// the next group's. Where a pass spends longer on a block than the hardware
+// prefetchers look ahead, the stream from memory stalls without it; where a
+// pass already reads at the memory's rate (AVX-512, one or two tokens), the
+// extra requests only slow it. Zen 4, one thread, 8960 x 1536 from 192 MiB
+// of weights, without -> with: AVX-512 at 1 token 244 -> 354 us, at 8 tokens
+// 1200 -> 650 us (the time of weights already in L3); AVX2 at 1 token
+// 459 -> 296 us, at 8 tokens 1533 -> 1059 us.
+constexpr int64_t prefetch_bytes = 8 * sizeof(q4_k_packed16);
+constexpr int prefetch_lines = 5;
+constexpr int prefetch_min_tokens512 = 3;
+constexpr int64_t q6_prefetch_bytes = 6 * sizeof(q6_k_packed16);  // about as far ahead as q4_K's
+
+TACHYON_AVX2 inline void prefetch_sub_block(const char* ahead, int sb) {
+    for (int l = 0; l < prefetch_lines; ++l) _mm_prefetch(ahead + (prefetch_lines * sb + l) * 64, _MM_HINT_T1);
+}
+
+// The token's sums over each sub-block of 32 (pairs of its bsums), two int16 per dword.
+TACHYON_AVX2 inline void sub_block_sums(const block_q8_k& x, int32_t (&xs)[4]) {
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.bsums));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.bsums + 8));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(xs), _mm_hadd_epi16(lo, hi));
+}
+
+inline int32_t load_i32(const void* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+// ---- AVX-512: 16 rows in the lanes of one register ---------------------------
+
+// Tokens t.. t + NT - 1 against group w (nb blocks) of rows r..; lanes
+// outside `keep` are not stored. Per sub-block and token 8 dpbusd into an
+// int32 sum, converted and multiplied into a float sum by the rows' scales
+// (an FMA where an int32 multiply would take two of the dpbusd's slots:
+// Zen 4, 256 tokens, 23.0 -> 21.3 ms); per block and token 4 dpwssd of the
+// mins against the sub-block sums and two FMAs.
+template <int NT>
+__attribute__((noinline)) TACHYON_AVX512 void tokens512(const gemm_args& a, const q4_k_packed16* w, int64_t nb, int64_t r, int64_t t,
+                                                         __mmask16 keep) {
+    const block_q8_k* x[NT];
+    for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    __m512 acc[NT];
+#pragma GCC unroll 8
+    for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const q4_k_packed16& blk = w[b];
+        const char* ahead = reinterpret_cast<const char*>(&blk) + prefetch_bytes;
+        __m512 sumf[NT];
+#pragma GCC unroll 8
+        for (int sb = 0; sb < 8; ++sb) {
+            if constexpr (NT >= prefetch_min_tokens512) prefetch_sub_block(ahead, sb);
+            __m512i s32[NT];
+#pragma GCC unroll 8
+            for (int j = 0; j < NT; ++j) s32[j] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; ++k) {
+                const __m512i v = _mm512_load_si512(blk.qs[sb / 2][k]);
+                const __m512i q = sb % 2 == 0 ? _mm512_and_si512(v, low4) : _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+#pragma GCC unroll 8
+                for (int j = 0; j < NT; ++j) s32[j] = _mm512_dpbusd_epi32(s32[j], q, _mm512_set1_epi32(load_i32(x[j][b].qs + 32 * sb + 4 * k)));
+            }
+            const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(blk.scales[sb]))));
+#pragma GCC unroll 8
+            for (int j = 0; j < NT; ++j)
+                sumf[j] = sb == 0 ? _mm512_mul_ps(_mm512_cvtepi32_ps(s32[j]), sc) : _mm512_fmadd_ps(_mm512_cvtepi32_ps(s32[j]), sc, sumf[j]);
+        }
+        __m512i mins[4];
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p) mins[p] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk.mins[p])));
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk.d)));
+        const __m512 mw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk.dmin)));
+#pragma GCC unroll 8
+        for (int j = 0; j < NT; ++j) {
+            int32_t xs[4];
+            sub_block_sums(x[j][b], xs);
+            __m512i summ = _mm512_madd_epi16(mins[0], _mm512_set1_epi32(xs[0]));
+#pragma GCC unroll 4
+            for (int p = 1; p < 4; ++p) summ = _mm512_dpwssd_epi32(summ, mins[p], _mm512_set1_epi32(xs[p]));
+            const __m512 dx = _mm512_set1_ps(x[j][b].d);
+            acc[j] = _mm512_fmadd_ps(sumf[j], _mm512_mul_ps(dw, dx), acc[j]);
+            acc[j] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(mw, dx), acc[j]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
+}
+
+constexpr int nt512 = 8;  // tokens per pass: 8 int32, 8 float sums and the sub-block's 8 dpbusd chains
+
+template <int NT = nt512 - 1>
+TACHYON_AVX512 void tail512(const gemm_args& a, const q4_k_packed16* w, int64_t nb, int64_t r, int64_t t, __mmask16 keep, int64_t n) {
+    if constexpr (NT >= 1) {
+        if (n == NT) return tokens512<NT>(a, w, nb, r, t, keep);
+        tail512<NT - 1>(a, w, nb, r, t, keep, n);
+    }
+}
+
+// ---- AVX2: 8 rows in the lanes, a group as two halves --------------------------
+
+// Half h (rows 8h..8h+7) of group w. Per sub-block and token 8 maddubs
+// summed in int16 (16 products of at most 15 * 128 per lane, within
+// int16) and one madd by the rows' scales (both int16 halves of a lane).
+template <int NT>
+__attribute__((noinline)) TACHYON_AVX2 void tokens256(const gemm_args& a, const q4_k_packed16* w, int64_t nb, int h, int64_t r, int64_t t,
+                                                       __m256i keep) {
+    const block_q8_k* x[NT];
+    for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    __m256 acc[NT];
+#pragma GCC unroll 4
+    for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const q4_k_packed16& blk = w[b];
+        const char* ahead = reinterpret_cast<const char*>(&blk) + prefetch_bytes;
+        __m256i sumi[NT];
+#pragma GCC unroll 8
+        for (int sb = 0; sb < 8; ++sb) {
+            prefetch_sub_block(ahead, sb);
+            __m256i s16[NT];
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; ++k) {
+                const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.qs[sb / 2][k][8 * h]));
+                const __m256i q = sb % 2 == 0 ? _mm256_and_si256(v, low4) : _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+#pragma GCC unroll 4
+                for (int j = 0; j < NT; ++j) {
+                    const __m256i p = _mm256_maddubs_epi16(q, _mm256_set1_epi32(load_i32(x[j][b].qs + 32 * sb + 4 * k)));
+                    s16[j] = k == 0 ? p : _mm256_add_epi16(s16[j], p);
+                    // keeps the sums a chain (a tree holds every product live and spills)
+                    __asm__("" : "+x"(s16[j]));
+                }
+            }
+            const __m256i sc8 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&blk.scales[sb][8 * h])));
+            const __m256i sc = _mm256_or_si256(sc8, _mm256_slli_epi32(sc8, 16));
+#pragma GCC unroll 4
+            for (int j = 0; j < NT; ++j) {
+                const __m256i v = _mm256_madd_epi16(s16[j], sc);
+                sumi[j] = sb == 0 ? v : _mm256_add_epi32(sumi[j], v);
+            }
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.d[8 * h])));
+        const __m256 mw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.dmin[8 * h])));
+#pragma GCC unroll 4
+        for (int j = 0; j < NT; ++j) {
+            int32_t xs[4];
+            sub_block_sums(x[j][b], xs);
+            __m256i summ = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int p = 0; p < 4; ++p) {
+                const __m256i m = _mm256_cvtepu8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.mins[p][8 * h][0])));
+                summ = _mm256_add_epi32(summ, _mm256_madd_epi16(m, _mm256_set1_epi32(xs[p])));
+            }
+            const __m256 dx = _mm256_set1_ps(x[j][b].d);
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[j]), _mm256_mul_ps(dw, dx), acc[j]);
+            acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(summ), _mm256_mul_ps(mw, dx), acc[j]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < NT; ++j) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r + 8 * h, keep, acc[j]);
+}
+
+constexpr int nt256 = 4;  // tokens per pass: 4 int16, 4 int32 and 4 float sums of the 16 registers
+
+template <int NT = nt256 - 1>
+TACHYON_AVX2 void tail256(const gemm_args& a, const q4_k_packed16* w, int64_t nb, int h, int64_t r, int64_t t, __m256i keep, int64_t n) {
+    if constexpr (NT >= 1) {
+        if (n == NT) return tokens256<NT>(a, w, nb, h, r, t, keep);
+        tail256<NT - 1>(a, w, nb, h, r, t, keep, n);
+    }
+}
+
+// ---- q6_K -------------------------------------------------------------------
+
+// Lines prefetched per sub-block: 4 of the block's 53.
+constexpr int q6_prefetch_lines = 4;
+constexpr int q6_block_lines = sizeof(q6_k_packed16) / 64;
+
+TACHYON_AVX2 inline void q6_prefetch(const char* ahead, int sb) {
+    for (int l = 0; l < q6_prefetch_lines; ++l)
+        if (q6_prefetch_lines * sb + l < q6_block_lines) _mm_prefetch(ahead + (q6_prefetch_lines * sb + l) * 64, _MM_HINT_T1);
+}
+
+// Register k of sub-block sb: 16 rows x elements 16 sb + 4k .. + 3, 0..63.
+TACHYON_AVX512 inline __m512i q6_values512(const q6_k_packed16& blk, int sb, int k) {
+    const int c = sb / 4, f = sb % 4;
+    __m512i l = _mm512_load_si512(blk.lo[c][4 * (f % 2) + k]);
+    if (f >= 2) l = _mm512_srli_epi16(l, 4);
+    __m512i h = _mm512_load_si512(blk.hi[c][k]);
+    h = f == 0 ? _mm512_slli_epi16(h, 4) : f == 1 ? _mm512_slli_epi16(h, 2) : f == 2 ? h : _mm512_srli_epi16(h, 2);
+    // (l & 0x0f) | (h & 0x30)
+    return _mm512_ternarylogic_epi32(l, _mm512_and_si512(h, _mm512_set1_epi8(0x30)), _mm512_set1_epi8(0x0f), 0xec);
+}
+
+// As tokens512 for q6_K: per sub-block and token 4 dpbusd into an int32
+// sum and an FMA by the rows' scales into a float sum (with an int32
+// multiply there, 256 tokens took 29.9 ms against 25.0 from the weights in
+// place; with the FMA 24.9); per block and token 8 dpwssd of the scale
+// pairs against the bsums for the offset of 32.
+template <int NT>
+__attribute__((noinline)) TACHYON_AVX512 void q6_tokens512(const gemm_args& a, const q6_k_packed16* w, int64_t nb, int64_t r, int64_t t,
+                                                            __mmask16 keep) {
+    const block_q8_k* x[NT];
+    for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
+    __m512 acc[NT];
+#pragma GCC unroll 8
+    for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const q6_k_packed16& blk = w[b];
+        const char* ahead = reinterpret_cast<const char*>(&blk) + q6_prefetch_bytes;
+        __m512 sumf[NT];
+#pragma GCC unroll 16
+        for (int sb = 0; sb < 16; ++sb) {
+            q6_prefetch(ahead, sb);
+            __m512i s32[NT];
+#pragma GCC unroll 8
+            for (int j = 0; j < NT; ++j) s32[j] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+            for (int k = 0; k < 4; ++k) {
+                const __m512i q = q6_values512(blk, sb, k);
+#pragma GCC unroll 8
+                for (int j = 0; j < NT; ++j) s32[j] = _mm512_dpbusd_epi32(s32[j], q, _mm512_set1_epi32(load_i32(x[j][b].qs + 16 * sb + 4 * k)));
+            }
+            const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(blk.scales[sb]))));
+#pragma GCC unroll 8
+            for (int j = 0; j < NT; ++j)
+                sumf[j] = sb == 0 ? _mm512_mul_ps(_mm512_cvtepi32_ps(s32[j]), sc) : _mm512_fmadd_ps(_mm512_cvtepi32_ps(s32[j]), sc, sumf[j]);
+        }
+        __m512i offs[NT];
+#pragma GCC unroll 8
+        for (int p = 0; p < 8; ++p) {
+            const __m128i s0 = _mm_load_si128(reinterpret_cast<const __m128i*>(blk.scales[2 * p]));
+            const __m128i s1 = _mm_load_si128(reinterpret_cast<const __m128i*>(blk.scales[2 * p + 1]));
+            const __m512i pair = _mm512_cvtepi8_epi16(_mm256_set_m128i(_mm_unpackhi_epi8(s0, s1), _mm_unpacklo_epi8(s0, s1)));
+#pragma GCC unroll 8
+            for (int j = 0; j < NT; ++j) {
+                const __m512i bs = _mm512_set1_epi32(load_i32(x[j][b].bsums + 2 * p));
+                offs[j] = p == 0 ? _mm512_madd_epi16(pair, bs) : _mm512_dpwssd_epi32(offs[j], pair, bs);
+            }
+        }
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk.d)));
+#pragma GCC unroll 8
+        for (int j = 0; j < NT; ++j) {
+            const __m512 tot = _mm512_sub_ps(sumf[j], _mm512_cvtepi32_ps(_mm512_slli_epi32(offs[j], 5)));
+            acc[j] = _mm512_fmadd_ps(tot, _mm512_mul_ps(dw, _mm512_set1_ps(x[j][b].d)), acc[j]);
+        }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
+}
+
+template <int NT = nt512 - 1>
+TACHYON_AVX512 void q6_tail512(const gemm_args& a, const q6_k_packed16* w, int64_t nb, int64_t r, int64_t t, __mmask16 keep, int64_t n) {
+    if constexpr (NT >= 1) {
+        if (n == NT) return q6_tokens512<NT>(a, w, nb, r, t, keep);
+        q6_tail512<NT - 1>(a, w, nb, r, t, keep, n);
+    }
+}
+
+// Half h (rows 8h..8h+7) of register k of sub-block sb.
+TACHYON_AVX2 inline __m256i q6_values256(const q6_k_packed16& blk, int sb, int k, int h) {
+    const int c = sb / 4, f = sb % 4;
+    __m256i l = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.lo[c][4 * (f % 2) + k][8 * h]));
+    if (f >= 2) l = _mm256_srli_epi16(l, 4);
+    __m256i hb = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.hi[c][k][8 * h]));
+    hb = f == 0 ? _mm256_slli_epi16(hb, 4) : f == 1 ? _mm256_slli_epi16(hb, 2) : f == 2 ? hb : _mm256_srli_epi16(hb, 2);
+    return _mm256_or_si256(_mm256_and_si256(l, _mm256_set1_epi8(0x0f)), _mm256_and_si256(hb, _mm256_set1_epi8(0x30)));
+}
+
+// The 8 rows' int8 values of scales[s0] and scales[s1] of half h, as int16 pairs per dword.
+TACHYON_AVX2 inline __m256i q6_scale_pairs256(const q6_k_packed16& blk, int s0, int s1, int h) {
+    const __m128i a0 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(&blk.scales[s0][8 * h]));
+    const __m128i a1 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(&blk.scales[s1][8 * h]));
+    return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a0, a1));
+}
+
+// As tokens256 for q6_K: per sub-block and token two maddubs summed in
+// int16 (4 products of at most 63 * 128 per lane) twice, each widened by a
+// madd with the rows' scale in both halves of a lane.
+template <int NT>
+__attribute__((noinline)) TACHYON_AVX2 void q6_tokens256(const gemm_args& a, const q6_k_packed16* w, int64_t nb, int h, int64_t r, int64_t t,
+                                                          __m256i keep) {
+    const block_q8_k* x[NT];
+    for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
+    __m256 acc[NT];
+#pragma GCC unroll 4
+    for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const q6_k_packed16& blk = w[b];
+        const char* ahead = reinterpret_cast<const char*>(&blk) + q6_prefetch_bytes;
+        __m256i sumi[NT];
+#pragma GCC unroll 4
+        for (int j = 0; j < NT; ++j) sumi[j] = _mm256_setzero_si256();
+#pragma GCC unroll 16
+        for (int sb = 0; sb < 16; ++sb) {
+            q6_prefetch(ahead, sb);
+            const __m256i sc = q6_scale_pairs256(blk, sb, sb, h);
+#pragma GCC unroll 2
+            for (int e = 0; e < 2; ++e) {
+                const __m256i q0 = q6_values256(blk, sb, 2 * e, h), q1 = q6_values256(blk, sb, 2 * e + 1, h);
+#pragma GCC unroll 4
+                for (int j = 0; j < NT; ++j) {
+                    const int8_t* xq = x[j][b].qs + 16 * sb + 8 * e;
+                    const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(q0, _mm256_set1_epi32(load_i32(xq))),
+                                                         _mm256_maddubs_epi16(q1, _mm256_set1_epi32(load_i32(xq + 4))));
+                    sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(s16, sc));
+                }
+            }
+        }
+        __m256i offs[NT];
+#pragma GCC unroll 8
+        for (int p = 0; p < 8; ++p) {
+            const __m256i pair = q6_scale_pairs256(blk, 2 * p, 2 * p + 1, h);
+#pragma GCC unroll 4
+            for (int j = 0; j < NT; ++j) {
+                const __m256i v = _mm256_madd_epi16(pair, _mm256_set1_epi32(load_i32(x[j][b].bsums + 2 * p)));
+                offs[j] = p == 0 ? v : _mm256_add_epi32(offs[j], v);
+            }
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.d[8 * h])));
+#pragma GCC unroll 4
+        for (int j = 0; j < NT; ++j) {
+            const __m256i tot = _mm256_sub_epi32(sumi[j], _mm256_slli_epi32(offs[j], 5));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(dw, _mm256_set1_ps(x[j][b].d)), acc[j]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < NT; ++j) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r + 8 * h, keep, acc[j]);
+}
+
+template <int NT = nt256 - 1>
+TACHYON_AVX2 void q6_tail256(const gemm_args& a, const q6_k_packed16* w, int64_t nb, int h, int64_t r, int64_t t, __m256i keep, int64_t n) {
+    if constexpr (NT >= 1) {
+        if (n == NT) return q6_tokens256<NT>(a, w, nb, h, r, t, keep);
+        q6_tail256<NT - 1>(a, w, nb, h, r, t, keep, n);
+    }
+}
+
+// Groups of rows [r0, r1) (r0 a multiple of 16) against token panels whose
+// activations stay in L2 while a group passes them all.
+template <class Packed, class Group>
+void by_groups(const gemm_args& a, int64_t r0, int64_t r1, int nt, const Group& group) {
+    const int64_t nb = a.n_cols / qk_k;
+    const auto* packed = reinterpret_cast<const Packed*>(a.panels);
+    const int64_t panel = std::max<int64_t>(nt, prompt_panel_bytes / static_cast<int64_t>(a.x_row_bytes) / nt * nt);
+    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
+        const int64_t t1 = std::min(a.n_tokens, t0 + panel);
+        for (int64_t r = r0; r < r1; r += 16) group(packed + r / 16 * nb, nb, r, static_cast<int>(std::min<int64_t>(16, r1 - r)), t0, t1);
+    }
+}
+
+}  // namespace
+
+void gemm_q4_k_packed512(const gemm_args& a, int64_t r0, int64_t r1) {
+    by_groups<q4_k_packed16>(a, r0, r1, nt512, [&](const q4_k_packed16* w, int64_t nb, int64_t r, int n, int64_t t0, int64_t t1) TACHYON_AVX512 {
+        const auto keep = static_cast<__mmask16>((1u << n) - 1);
+        int64_t t = t0;
+        for (; t + nt512 <= t1; t += nt512) tokens512<nt512>(a, w, nb, r, t, keep);
+        tail512(a, w, nb, r, t, keep, t1 - t);
+    });
+}
+
+void gemm_q4_k_packed256(const gemm_args& a, int64_t r0, int64_t r1) {
+    by_groups<q4_k_packed16>(a, r0, r1, nt256, [&](const q4_k_packed16* w, int64_t nb, int64_t r, int n, int64_t t0, int64_t t1) TACHYON_AVX2 {
+        for (int h = 0; h < 2 && 8 * h < n; ++h) {
+            const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * h), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+            int64_t t = t0;
+            for (; t + nt256 <= t1; t += nt256) tokens256<nt256>(a, w, nb, h, r, t, keep);
+            tail256(a, w, nb, h, r, t, keep, t1 - t);
+        }
+    });
+}
+
+void gemm_q6_k_packed512(const gemm_args& a, int64_t r0, int64_t r1) {
+    by_groups<q6_k_packed16>(a, r0, r1, nt512, [&](const q6_k_packed16* w, int64_t nb, int64_t r, int n, int64_t t0, int64_t t1) TACHYON_AVX512 {
+        const auto keep = static_cast<__mmask16>((1u << n) - 1);
+        int64_t t = t0;
+        for (; t + nt512 <= t1; t += nt512) q6_tokens512<nt512>(a, w, nb, r, t, keep);
+        q6_tail512(a, w, nb, r, t, keep, t1 - t);
+    });
+}
+
+void gemm_q6_k_packed256(const gemm_args& a, int64_t r0, int64_t r1) {
+    by_groups<q6_k_packed16>(a, r0, r1, nt256, [&](const q6_k_packed16* w, int64_t nb, int64_t r, int n, int64_t t0, int64_t t1) TACHYON_AVX2 {
+        for (int h = 0; h < 2 && 8 * h < n; ++h) {
+            const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * h), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+            int64_t t = t0;
+            for (; t + nt256 <= t1; t += nt256) q6_tokens256<nt256>(a, w, nb, h, r, t, keep);
+            q6_tail256(a, w, nb, h, r, t, keep, t1 - t);
+        }
+    });
+}
+
+}  // namespace tachyon::detail
