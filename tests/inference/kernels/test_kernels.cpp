@@ -435,7 +435,9 @@ TEST_CASE("matmul with weights packed as panels matches the double-precision ref
 TEST_CASE("matmul of q4_K and q6_K weights packed in groups of 16 rows matches the weights in place at every level and batch size") {
     // 37 rows: two whole groups and a tail of 5 padded with zero rows; 3 blocks a row.
     const int64_t n_rows = 37, n_cols = 768;
-    for (const auto& [type, group_bytes] : {std::pair{tensor_type::q4_k, size_t{2368}}, std::pair{tensor_type::q6_k, size_t{3392}}}) {
+    for (const auto& packing : {std::pair{tensor_type::q4_k, size_t{2368}}, std::pair{tensor_type::q6_k, size_t{3392}}}) {
+        const tensor_type type = packing.first;  // a plain variable: doctest's CAPTURE takes it into a lambda
+        const size_t group_bytes = packing.second;
         CAPTURE(to_string(type));
         const auto w = random_weights(type, n_rows, n_cols, 47);
         const weight_panels panels = pack_panels(type, w.data(), n_rows, n_cols);
