@@ -449,9 +449,9 @@ namespace {
 
 bool is_float(tensor_type t) { return t == tensor_type::f32 || t == tensor_type::f16 || t == tensor_type::bf16; }
 
-// The AMX level multiplies q4_K / q6_K batches of this many tokens and
-// more on AMX-BF16 tiles from the weights in place (min_tokens_dequant in
-// kernels_amx_quant.cpp); fewer take the packed weights.
+// The AMX level multiplies the packed types' batches of this many tokens
+// and more on AMX-BF16 tiles from the weights in place (min_tokens_dequant
+// in kernels_amx_quant.cpp); fewer take the packed weights.
 constexpr int64_t amx_k_min_tokens = 16;
 
 // The AVX2 level's prompt tiles (kernels_prompt.cpp) multiply batches of
@@ -461,20 +461,33 @@ constexpr int64_t amx_k_min_tokens = 16;
 // 32 4335 / 4359, 64 9013 / 8302, 256 36618 / 30058; q6_K 1 token 553 /
 // 617, 8 1869 / 2126, 16 3685 / 3542).
 constexpr int64_t avx2_q4_k_min_tokens_in_place = 32;
+constexpr int64_t avx2_q5_k_min_tokens_in_place = 16;
 constexpr int64_t avx2_q6_k_min_tokens_in_place = 16;
 
+// The lowest level with kernels for the packed weights: iq4_xs has none at
+// AVX2 (its levels + 128 would saturate maddubs).
+kernel_isa min_packed_isa(tensor_type weight) { return weight == tensor_type::iq4_xs ? kernel_isa::avx512 : kernel_isa::avx2; }
+
 bool reads_packed(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
-    if (!packs_quantized(weight)) return false;
-    if (isa == kernel_isa::avx2) return n_tokens < (weight == tensor_type::q4_k ? avx2_q4_k_min_tokens_in_place : avx2_q6_k_min_tokens_in_place);
-    return isa >= kernel_isa::avx2 && !(isa == kernel_isa::amx && n_tokens >= amx_k_min_tokens);
+    if (!packs_quantized(weight) || isa < min_packed_isa(weight)) return false;
+    if (isa == kernel_isa::avx2) {
+        switch (weight) {
+            case tensor_type::q4_k: return n_tokens < avx2_q4_k_min_tokens_in_place;
+            case tensor_type::q5_k: return n_tokens < avx2_q5_k_min_tokens_in_place;
+            default: return n_tokens < avx2_q6_k_min_tokens_in_place;
+        }
+    }
+    return !(isa == kernel_isa::amx && n_tokens >= amx_k_min_tokens);
 }
 
 }  // namespace
 
-bool packs_quantized(tensor_type weight) { return weight == tensor_type::q4_k || weight == tensor_type::q6_k; }
+bool packs_quantized(tensor_type weight) {
+    return weight == tensor_type::q4_k || weight == tensor_type::q5_k || weight == tensor_type::q6_k || weight == tensor_type::iq4_xs;
+}
 
 bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols) {
-    if (packs_quantized(weight)) return n_rows > 0 && n_cols > 0 && n_cols % qk_k == 0 && default_isa() >= kernel_isa::avx2;
+    if (packs_quantized(weight)) return n_rows > 0 && n_cols > 0 && n_cols % qk_k == 0 && default_isa() >= min_packed_isa(weight);
     return is_float(weight) && n_rows >= panel_rows && n_cols > 0 && n_cols % 16 == 0 && default_isa() >= kernel_isa::avx512;
 }
 
@@ -514,9 +527,19 @@ weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int
         detail::pack_q4_k(w, n_rows, n_cols, p.storage.get());
         return p;
     }
+    if (weight == tensor_type::q5_k) {
+        allocate_panels(p, detail::q5_k_packed_bytes(n_rows, n_cols));
+        detail::pack_q5_k(w, n_rows, n_cols, p.storage.get());
+        return p;
+    }
     if (weight == tensor_type::q6_k) {
         allocate_panels(p, detail::q6_k_packed_bytes(n_rows, n_cols));
         detail::pack_q6_k(w, n_rows, n_cols, p.storage.get());
+        return p;
+    }
+    if (weight == tensor_type::iq4_xs) {
+        allocate_panels(p, detail::iq4_xs_packed_bytes(n_rows, n_cols));
+        detail::pack_iq4_xs(w, n_rows, n_cols, p.storage.get());
         return p;
     }
     const size_t elem = weight == tensor_type::f32 ? 4 : 2;
@@ -569,8 +592,12 @@ void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_ro
         // groups of 16 rows, as rows_per_unit
         a.panels = panels;
         const bool wide = ctx.isa() >= kernel_isa::avx512;
-        if (weight == tensor_type::q4_k) gemm = wide ? detail::gemm_q4_k_packed512 : detail::gemm_q4_k_packed256;
-        else gemm = wide ? detail::gemm_q6_k_packed512 : detail::gemm_q6_k_packed256;
+        switch (weight) {
+            case tensor_type::q4_k: gemm = wide ? detail::gemm_q4_k_packed512 : detail::gemm_q4_k_packed256; break;
+            case tensor_type::q5_k: gemm = wide ? detail::gemm_q5_k_packed512 : detail::gemm_q5_k_packed256; break;
+            case tensor_type::q6_k: gemm = wide ? detail::gemm_q6_k_packed512 : detail::gemm_q6_k_packed256; break;
+            default: gemm = detail::gemm_iq4_xs_packed512; break;  // iq4_xs: AVX-512 only (min_packed_isa)
+        }
     } else if (panels != nullptr && is_float(weight) && ctx.isa() >= kernel_isa::avx512) {
         // With panels, threads take whole groups of 32 rows: a row's sum then
         // comes from the same kernel however many threads run.

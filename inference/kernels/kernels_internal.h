@@ -75,20 +75,30 @@ gemm_fn prompt_gemm_avx2(tensor_type weight);
 // batches below its threshold on; nullptr for a type without one.
 gemm_fn amx_int8_gemm(tensor_type weight);
 gemm_fn amx_quant_gemm(tensor_type weight);
-// q4_K and q6_K packed by pack_panels (kernels_k_packed.cpp): every group
-// of 16 rows block by block with the rows in the vector lanes, q4_K's
-// nibbles as they are and its scales and mins as bytes, q6_K's bits
-// regrouped for a shift each; the last group padded with zero rows.
+// q4_K, q5_K, q6_K and iq4_xs packed by pack_panels (kernels_k_packed.cpp):
+// every group of 16 rows block by block with the rows in the vector lanes,
+// q4_K's nibbles as they are (q5_K's with their fifth bits beside them,
+// iq4_xs's indices regrouped in q4_K's order) and the scales and mins as
+// bytes, q6_K's bits regrouped for a shift each; the last group padded
+// with zero rows.
 size_t q4_k_packed_bytes(int64_t n_rows, int64_t n_cols);
 void pack_q4_k(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
+size_t q5_k_packed_bytes(int64_t n_rows, int64_t n_cols);
+void pack_q5_k(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
 size_t q6_k_packed_bytes(int64_t n_rows, int64_t n_cols);
 void pack_q6_k(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
+size_t iq4_xs_packed_bytes(int64_t n_rows, int64_t n_cols);
+void pack_iq4_xs(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
 // y[t, r] for r in [r0, r1) (r0 a multiple of 16) and every token, from the
-// packed weights at a.panels: AVX-512 (16 rows a register) and AVX2 (8).
+// packed weights at a.panels: AVX-512 (16 rows a register) and AVX2 (8;
+// none for iq4_xs, whose levels + 128 would saturate maddubs' int16 pairs).
 void gemm_q4_k_packed512(const gemm_args& a, int64_t r0, int64_t r1);
 void gemm_q4_k_packed256(const gemm_args& a, int64_t r0, int64_t r1);
+void gemm_q5_k_packed512(const gemm_args& a, int64_t r0, int64_t r1);
+void gemm_q5_k_packed256(const gemm_args& a, int64_t r0, int64_t r1);
 void gemm_q6_k_packed512(const gemm_args& a, int64_t r0, int64_t r1);
 void gemm_q6_k_packed256(const gemm_args& a, int64_t r0, int64_t r1);
+void gemm_iq4_xs_packed512(const gemm_args& a, int64_t r0, int64_t r1);
 // Asks Linux for the AMX tile state; true when granted.
 bool os_grants_amx();
 // True on AMD CPUs, whose AVX-512 decode of q8_0 / q4_0 lost to the 256-bit

@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "inference/gguf/quant.h"
 #include "inference/kernels/kernels_internal.h"
@@ -71,6 +72,97 @@ void pack_q4_k(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
                 }
                 p.d[i] = blk.d;
                 p.dmin[i] = blk.dmin;
+            }
+        }
+    }
+}
+
+// q5_K as q4_K, with the fifth bits beside the nibbles: bit sb of byte m of
+// a row's dword qh[k] is the fifth bit of element 32 sb + 4k + m (qh bytes
+// 4k..4k+3 of the row as they are).
+struct alignas(64) q5_k_packed16 {
+    uint32_t qs[4][8][16];
+    uint32_t qh[8][16];      // [k][row]
+    uint8_t scales[8][16];
+    uint8_t mins[4][16][2];
+    uint16_t d[16], dmin[16];
+};
+static_assert(sizeof(q5_k_packed16) == 2880, "about 2.3 % above 16 q5_K blocks (2816 bytes)");
+
+// iq4_xs on q4_K's layout: the indices regrouped as q4_K's nibbles (chunk c
+// holds sub-blocks 2c and 2c + 1), read through the table as level + 128
+// (unsigned for dpbusd); the 128 comes off through the token's sub-block
+// sums times the scales, which `mins` holds in q4_K's order of mins.
+struct alignas(64) iq4_xs_packed16 {
+    uint32_t qs[4][8][16];
+    int8_t scales[8][16];    // [s][row]: ls - 32
+    int8_t mins[4][16][2];   // [p][row]: scales 2p and 2p + 1 again
+    uint16_t d[16];
+};
+static_assert(sizeof(iq4_xs_packed16) == 2368, "about 8.8 % above 16 iq4_xs blocks (2176 bytes)");
+
+size_t q5_k_packed_bytes(int64_t n_rows, int64_t n_cols) {
+    return static_cast<size_t>((n_rows + 15) / 16 * (n_cols / qk_k)) * sizeof(q5_k_packed16);
+}
+
+size_t iq4_xs_packed_bytes(int64_t n_rows, int64_t n_cols) {
+    return static_cast<size_t>((n_rows + 15) / 16 * (n_cols / qk_k)) * sizeof(iq4_xs_packed16);
+}
+
+void pack_q5_k(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
+    const int64_t nb = n_cols / qk_k, n_groups = (n_rows + 15) / 16;
+    const auto* blocks = static_cast<const block_q5_k*>(w);
+    auto* packed = reinterpret_cast<q5_k_packed16*>(out);
+    for (int64_t g = 0; g < n_groups; ++g) {
+        for (int64_t b = 0; b < nb; ++b) {
+            q5_k_packed16& p = packed[g * nb + b];
+            std::memset(&p, 0, sizeof p);  // rows past n_rows: zero weights, sums never stored
+            for (int i = 0; i < 16 && g * 16 + i < n_rows; ++i) {
+                const block_q5_k& blk = blocks[(g * 16 + i) * nb + b];
+                for (int c = 0; c < 4; ++c)
+                    for (int k = 0; k < 8; ++k) std::memcpy(&p.qs[c][k][i], blk.qs + 32 * c + 4 * k, 4);
+                for (int k = 0; k < 8; ++k) std::memcpy(&p.qh[k][i], blk.qh + 4 * k, 4);
+                uint8_t sm[16];
+                q4_k_unpack_scales(blk.scales, sm);
+                for (int s = 0; s < 8; ++s) p.scales[s][i] = sm[s];
+                for (int q = 0; q < 4; ++q) {
+                    p.mins[q][i][0] = sm[8 + 2 * q];
+                    p.mins[q][i][1] = sm[9 + 2 * q];
+                }
+                p.d[i] = blk.d;
+                p.dmin[i] = blk.dmin;
+            }
+        }
+    }
+}
+
+void pack_iq4_xs(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
+    const int64_t nb = n_cols / qk_k, n_groups = (n_rows + 15) / 16;
+    const auto* blocks = static_cast<const block_iq4_xs*>(w);
+    auto* packed = reinterpret_cast<iq4_xs_packed16*>(out);
+    for (int64_t g = 0; g < n_groups; ++g) {
+        for (int64_t b = 0; b < nb; ++b) {
+            iq4_xs_packed16& p = packed[g * nb + b];
+            std::memset(&p, 0, sizeof p);  // rows past n_rows: zero weights, sums never stored
+            for (int i = 0; i < 16 && g * 16 + i < n_rows; ++i) {
+                const block_iq4_xs& blk = blocks[(g * 16 + i) * nb + b];
+                uint8_t e[qk_k];  // the row's indices in element order
+                for (int s = 0; s < 8; ++s)
+                    for (int l = 0; l < 16; ++l) {
+                        e[32 * s + l] = blk.qs[16 * s + l] & 0x0f;
+                        e[32 * s + 16 + l] = blk.qs[16 * s + l] >> 4;
+                    }
+                for (int c = 0; c < 4; ++c)
+                    for (int k = 0; k < 8; ++k) {
+                        auto* q = reinterpret_cast<uint8_t*>(&p.qs[c][k][i]);
+                        for (int m = 0; m < 4; ++m) q[m] = static_cast<uint8_t>(e[64 * c + 4 * k + m] | e[64 * c + 32 + 4 * k + m] << 4);
+                    }
+                for (int s = 0; s < 8; ++s) p.scales[s][i] = static_cast<int8_t>(iq4_xs_scale(blk, s) - 32);
+                for (int q = 0; q < 4; ++q) {
+                    p.mins[q][i][0] = p.scales[2 * q][i];
+                    p.mins[q][i][1] = p.scales[2 * q + 1][i];
+                }
+                p.d[i] = blk.d;
             }
         }
     }
@@ -142,8 +234,9 @@ void pack_q6_k(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
 
 namespace {
 
-// Software prefetch, into L2, this far ahead of the block being read: 5
-// lines per sub-block, 40 per block (its 37 and the start of the next).
+// Software prefetch, into L2, 8 blocks ahead of the block being read: 5
+// lines per sub-block, 40 per block (q4_K's 37 and the start of the next;
+// q5_K 6 and 48 for its 45).
 // Groups lie one after another, so past a group's last block this fetches
 // the next group's. Where a pass spends longer on a block than the hardware
 // prefetchers look ahead, the stream from memory stalls without it; where a
@@ -152,13 +245,16 @@ namespace {
 // of weights, without -> with: AVX-512 at 1 token 244 -> 354 us, at 8 tokens
 // 1200 -> 650 us (the time of weights already in L3); AVX2 at 1 token
 // 459 -> 296 us, at 8 tokens 1533 -> 1059 us.
-constexpr int64_t prefetch_bytes = 8 * sizeof(q4_k_packed16);
-constexpr int prefetch_lines = 5;
+template <class P>
+constexpr int64_t prefetch_bytes = 8 * sizeof(P);
+template <class P>
+constexpr int prefetch_lines = (sizeof(P) / 64 + 7) / 8;
 constexpr int prefetch_min_tokens512 = 3;
 constexpr int64_t q6_prefetch_bytes = 6 * sizeof(q6_k_packed16);  // about as far ahead as q4_K's
 
+template <class P>
 TACHYON_AVX2 inline void prefetch_sub_block(const char* ahead, int sb) {
-    for (int l = 0; l < prefetch_lines; ++l) _mm_prefetch(ahead + (prefetch_lines * sb + l) * 64, _MM_HINT_T1);
+    for (int l = 0; l < prefetch_lines<P>; ++l) _mm_prefetch(ahead + (prefetch_lines<P> * sb + l) * 64, _MM_HINT_T1);
 }
 
 // The token's sums over each sub-block of 32 (pairs of its bsums), two int16 per dword.
@@ -176,48 +272,87 @@ inline int32_t load_i32(const void* p) {
 
 // ---- AVX-512: 16 rows in the lanes of one register ---------------------------
 
+// The 16 levels of iq4_xs + 128, in every 128-bit lane.
+TACHYON_AVX512 inline __m512i iq4_levels_plus_128_512() {
+    alignas(16) static constexpr uint8_t lut[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
+    static_assert(lut[0] == iq4_nl_values[0] + 128 && lut[15] == iq4_nl_values[15] + 128);
+    return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(lut)));
+}
+
+// Register k of sub-block sb: 16 rows x elements 32 sb + 4k .. + 3 as
+// unsigned bytes (q4_K 0..15, q5_K 0..31, iq4_xs level + 128).
+TACHYON_AVX512 inline __m512i values512(const q4_k_packed16& blk, int sb, int k) {
+    const __m512i v = _mm512_load_si512(blk.qs[sb / 2][k]);
+    return _mm512_and_si512(sb % 2 == 0 ? v : _mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0f));
+}
+
+TACHYON_AVX512 inline __m512i values512(const q5_k_packed16& blk, int sb, int k) {
+    const __m512i v = _mm512_load_si512(blk.qs[sb / 2][k]);
+    const __m512i l = sb % 2 == 0 ? v : _mm512_srli_epi16(v, 4);
+    const __m512i h = _mm512_load_si512(blk.qh[k]);
+    const __m512i hs = sb < 4 ? _mm512_slli_epi16(h, 4 - sb) : sb > 4 ? _mm512_srli_epi16(h, sb - 4) : h;  // bit sb to bit 4
+    // (l & 0x0f) | (hs & 0x10)
+    return _mm512_ternarylogic_epi32(l, _mm512_and_si512(hs, _mm512_set1_epi8(0x10)), _mm512_set1_epi8(0x0f), 0xec);
+}
+
+TACHYON_AVX512 inline __m512i values512(const iq4_xs_packed16& blk, int sb, int k) {
+    const __m512i v = _mm512_load_si512(blk.qs[sb / 2][k]);
+    const __m512i idx = _mm512_and_si512(sb % 2 == 0 ? v : _mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0f));
+    return _mm512_shuffle_epi8(iq4_levels_plus_128_512(), idx);
+}
+
+// iq4_xs keeps signed scales and its "mins" are those scales; q4_K / q5_K unsigned ones.
+template <class P>
+constexpr bool signed_scales = std::is_same_v<P, iq4_xs_packed16>;
+
 // Tokens t.. t + NT - 1 against group w (nb blocks) of rows r..; lanes
 // outside `keep` are not stored. Per sub-block and token 8 dpbusd into an
 // int32 sum, converted and multiplied into a float sum by the rows' scales
 // (an FMA where an int32 multiply would take two of the dpbusd's slots:
 // Zen 4, 256 tokens, 23.0 -> 21.3 ms); per block and token 4 dpwssd of the
 // mins against the sub-block sums and two FMAs.
-template <int NT>
-__attribute__((noinline)) TACHYON_AVX512 void tokens512(const gemm_args& a, const q4_k_packed16* w, int64_t nb, int64_t r, int64_t t,
-                                                         __mmask16 keep) {
+// The same for q5_K (its fifth bits or'ed in) and iq4_xs (its levels + 128
+// looked up; the mins term then takes off 128 x the scales x the sub-block
+// sums, with 128 d in place of dmin).
+template <int NT, class P>
+__attribute__((noinline)) TACHYON_AVX512 void tokens512(const gemm_args& a, const P* w, int64_t nb, int64_t r, int64_t t, __mmask16 keep) {
     const block_q8_k* x[NT];
     for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
-    const __m512i low4 = _mm512_set1_epi8(0x0f);
     __m512 acc[NT];
 #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        const q4_k_packed16& blk = w[b];
-        const char* ahead = reinterpret_cast<const char*>(&blk) + prefetch_bytes;
+        const P& blk = w[b];
+        const char* ahead = reinterpret_cast<const char*>(&blk) + prefetch_bytes<P>;
         __m512 sumf[NT];
 #pragma GCC unroll 8
         for (int sb = 0; sb < 8; ++sb) {
-            if constexpr (NT >= prefetch_min_tokens512) prefetch_sub_block(ahead, sb);
+            if constexpr (NT >= prefetch_min_tokens512) prefetch_sub_block<P>(ahead, sb);
             __m512i s32[NT];
 #pragma GCC unroll 8
             for (int j = 0; j < NT; ++j) s32[j] = _mm512_setzero_si512();
 #pragma GCC unroll 8
             for (int k = 0; k < 8; ++k) {
-                const __m512i v = _mm512_load_si512(blk.qs[sb / 2][k]);
-                const __m512i q = sb % 2 == 0 ? _mm512_and_si512(v, low4) : _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+                const __m512i q = values512(blk, sb, k);
 #pragma GCC unroll 8
                 for (int j = 0; j < NT; ++j) s32[j] = _mm512_dpbusd_epi32(s32[j], q, _mm512_set1_epi32(load_i32(x[j][b].qs + 32 * sb + 4 * k)));
             }
-            const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(blk.scales[sb]))));
+            const __m128i sc8 = _mm_load_si128(reinterpret_cast<const __m128i*>(blk.scales[sb]));
+            const __m512 sc = _mm512_cvtepi32_ps(signed_scales<P> ? _mm512_cvtepi8_epi32(sc8) : _mm512_cvtepu8_epi32(sc8));
 #pragma GCC unroll 8
             for (int j = 0; j < NT; ++j)
                 sumf[j] = sb == 0 ? _mm512_mul_ps(_mm512_cvtepi32_ps(s32[j]), sc) : _mm512_fmadd_ps(_mm512_cvtepi32_ps(s32[j]), sc, sumf[j]);
         }
         __m512i mins[4];
 #pragma GCC unroll 4
-        for (int p = 0; p < 4; ++p) mins[p] = _mm512_cvtepu8_epi16(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk.mins[p])));
+        for (int p = 0; p < 4; ++p) {
+            const __m256i m8 = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk.mins[p]));
+            mins[p] = signed_scales<P> ? _mm512_cvtepi8_epi16(m8) : _mm512_cvtepu8_epi16(m8);
+        }
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk.d)));
-        const __m512 mw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk.dmin)));
+        __m512 mw;
+        if constexpr (signed_scales<P>) mw = _mm512_mul_ps(dw, _mm512_set1_ps(128.0f));
+        else mw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk.dmin)));
 #pragma GCC unroll 8
         for (int j = 0; j < NT; ++j) {
             int32_t xs[4];
@@ -236,54 +371,68 @@ __attribute__((noinline)) TACHYON_AVX512 void tokens512(const gemm_args& a, cons
 
 constexpr int nt512 = 8;  // tokens per pass: 8 int32, 8 float sums and the sub-block's 8 dpbusd chains
 
-template <int NT = nt512 - 1>
-TACHYON_AVX512 void tail512(const gemm_args& a, const q4_k_packed16* w, int64_t nb, int64_t r, int64_t t, __mmask16 keep, int64_t n) {
+template <class P, int NT = nt512 - 1>
+TACHYON_AVX512 void tail512(const gemm_args& a, const P* w, int64_t nb, int64_t r, int64_t t, __mmask16 keep, int64_t n) {
     if constexpr (NT >= 1) {
         if (n == NT) return tokens512<NT>(a, w, nb, r, t, keep);
-        tail512<NT - 1>(a, w, nb, r, t, keep, n);
+        tail512<P, NT - 1>(a, w, nb, r, t, keep, n);
     }
 }
 
 // ---- AVX2: 8 rows in the lanes, a group as two halves --------------------------
 
+// Half h (rows 8h..8h+7) of register k of sub-block sb, as values512.
+TACHYON_AVX2 inline __m256i values256(const q4_k_packed16& blk, int sb, int k, int h) {
+    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.qs[sb / 2][k][8 * h]));
+    return _mm256_and_si256(sb % 2 == 0 ? v : _mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f));
+}
+
+TACHYON_AVX2 inline __m256i values256(const q5_k_packed16& blk, int sb, int k, int h) {
+    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.qs[sb / 2][k][8 * h]));
+    const __m256i l = sb % 2 == 0 ? v : _mm256_srli_epi16(v, 4);
+    const __m256i hb = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.qh[k][8 * h]));
+    const __m256i hs = sb < 4 ? _mm256_slli_epi16(hb, 4 - sb) : sb > 4 ? _mm256_srli_epi16(hb, sb - 4) : hb;  // bit sb to bit 4
+    return _mm256_or_si256(_mm256_and_si256(l, _mm256_set1_epi8(0x0f)), _mm256_and_si256(hs, _mm256_set1_epi8(0x10)));
+}
+
 // Half h (rows 8h..8h+7) of group w. Per sub-block and token 8 maddubs
-// summed in int16 (16 products of at most 15 * 128 per lane, within
-// int16) and one madd by the rows' scales (both int16 halves of a lane).
-template <int NT>
-__attribute__((noinline)) TACHYON_AVX2 void tokens256(const gemm_args& a, const q4_k_packed16* w, int64_t nb, int h, int64_t r, int64_t t,
-                                                       __m256i keep) {
+// summed in int16 (16 products of at most 15 * 127 per lane, within
+// int16) and one madd by the rows' scales (both int16 halves of a lane);
+// q5_K's values reach 31, so its int16 sums take 4 maddubs each, 2 madds.
+template <int NT, class P>
+__attribute__((noinline)) TACHYON_AVX2 void tokens256(const gemm_args& a, const P* w, int64_t nb, int h, int64_t r, int64_t t, __m256i keep) {
+    constexpr int k_per_sum = std::is_same_v<P, q5_k_packed16> ? 4 : 8;
     const block_q8_k* x[NT];
     for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
     __m256 acc[NT];
 #pragma GCC unroll 4
     for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        const q4_k_packed16& blk = w[b];
-        const char* ahead = reinterpret_cast<const char*>(&blk) + prefetch_bytes;
+        const P& blk = w[b];
+        const char* ahead = reinterpret_cast<const char*>(&blk) + prefetch_bytes<P>;
         __m256i sumi[NT];
 #pragma GCC unroll 8
         for (int sb = 0; sb < 8; ++sb) {
-            prefetch_sub_block(ahead, sb);
+            prefetch_sub_block<P>(ahead, sb);
             __m256i s16[NT];
 #pragma GCC unroll 8
             for (int k = 0; k < 8; ++k) {
-                const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.qs[sb / 2][k][8 * h]));
-                const __m256i q = sb % 2 == 0 ? _mm256_and_si256(v, low4) : _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+                const __m256i q = values256(blk, sb, k, h);
 #pragma GCC unroll 4
                 for (int j = 0; j < NT; ++j) {
                     const __m256i p = _mm256_maddubs_epi16(q, _mm256_set1_epi32(load_i32(x[j][b].qs + 32 * sb + 4 * k)));
-                    s16[j] = k == 0 ? p : _mm256_add_epi16(s16[j], p);
+                    s16[j] = k % k_per_sum == 0 ? p : _mm256_add_epi16(s16[j], p);
                     // keeps the sums a chain (a tree holds every product live and spills)
                     __asm__("" : "+x"(s16[j]));
                 }
-            }
-            const __m256i sc8 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&blk.scales[sb][8 * h])));
-            const __m256i sc = _mm256_or_si256(sc8, _mm256_slli_epi32(sc8, 16));
+                if ((k + 1) % k_per_sum != 0) continue;
+                const __m256i sc8 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&blk.scales[sb][8 * h])));
+                const __m256i sc = _mm256_or_si256(sc8, _mm256_slli_epi32(sc8, 16));
 #pragma GCC unroll 4
-            for (int j = 0; j < NT; ++j) {
-                const __m256i v = _mm256_madd_epi16(s16[j], sc);
-                sumi[j] = sb == 0 ? v : _mm256_add_epi32(sumi[j], v);
+                for (int j = 0; j < NT; ++j) {
+                    const __m256i v = _mm256_madd_epi16(s16[j], sc);
+                    sumi[j] = sb == 0 && k + 1 == k_per_sum ? v : _mm256_add_epi32(sumi[j], v);
+                }
             }
         }
         const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.d[8 * h])));
@@ -309,11 +458,11 @@ __attribute__((noinline)) TACHYON_AVX2 void tokens256(const gemm_args& a, const 
 
 constexpr int nt256 = 4;  // tokens per pass: 4 int16, 4 int32 and 4 float sums of the 16 registers
 
-template <int NT = nt256 - 1>
-TACHYON_AVX2 void tail256(const gemm_args& a, const q4_k_packed16* w, int64_t nb, int h, int64_t r, int64_t t, __m256i keep, int64_t n) {
+template <class P, int NT = nt256 - 1>
+TACHYON_AVX2 void tail256(const gemm_args& a, const P* w, int64_t nb, int h, int64_t r, int64_t t, __m256i keep, int64_t n) {
     if constexpr (NT >= 1) {
         if (n == NT) return tokens256<NT>(a, w, nb, h, r, t, keep);
-        tail256<NT - 1>(a, w, nb, h, r, t, keep, n);
+        tail256<P, NT - 1>(a, w, nb, h, r, t, keep, n);
     }
 }
 
@@ -498,8 +647,9 @@ void by_groups(const gemm_args& a, int64_t r0, int64_t r1, int nt, const Group& 
 
 }  // namespace
 
-void gemm_q4_k_packed512(const gemm_args& a, int64_t r0, int64_t r1) {
-    by_groups<q4_k_packed16>(a, r0, r1, nt512, [&](const q4_k_packed16* w, int64_t nb, int64_t r, int n, int64_t t0, int64_t t1) TACHYON_AVX512 {
+template <class P>
+void gemm_packed512(const gemm_args& a, int64_t r0, int64_t r1) {
+    by_groups<P>(a, r0, r1, nt512, [&](const P* w, int64_t nb, int64_t r, int n, int64_t t0, int64_t t1) TACHYON_AVX512 {
         const auto keep = static_cast<__mmask16>((1u << n) - 1);
         int64_t t = t0;
         for (; t + nt512 <= t1; t += nt512) tokens512<nt512>(a, w, nb, r, t, keep);
@@ -507,8 +657,9 @@ void gemm_q4_k_packed512(const gemm_args& a, int64_t r0, int64_t r1) {
     });
 }
 
-void gemm_q4_k_packed256(const gemm_args& a, int64_t r0, int64_t r1) {
-    by_groups<q4_k_packed16>(a, r0, r1, nt256, [&](const q4_k_packed16* w, int64_t nb, int64_t r, int n, int64_t t0, int64_t t1) TACHYON_AVX2 {
+template <class P>
+void gemm_packed256(const gemm_args& a, int64_t r0, int64_t r1) {
+    by_groups<P>(a, r0, r1, nt256, [&](const P* w, int64_t nb, int64_t r, int n, int64_t t0, int64_t t1) TACHYON_AVX2 {
         for (int h = 0; h < 2 && 8 * h < n; ++h) {
             const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * h), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
             int64_t t = t0;
@@ -517,6 +668,12 @@ void gemm_q4_k_packed256(const gemm_args& a, int64_t r0, int64_t r1) {
         }
     });
 }
+
+void gemm_q4_k_packed512(const gemm_args& a, int64_t r0, int64_t r1) { gemm_packed512<q4_k_packed16>(a, r0, r1); }
+void gemm_q4_k_packed256(const gemm_args& a, int64_t r0, int64_t r1) { gemm_packed256<q4_k_packed16>(a, r0, r1); }
+void gemm_q5_k_packed512(const gemm_args& a, int64_t r0, int64_t r1) { gemm_packed512<q5_k_packed16>(a, r0, r1); }
+void gemm_q5_k_packed256(const gemm_args& a, int64_t r0, int64_t r1) { gemm_packed256<q5_k_packed16>(a, r0, r1); }
+void gemm_iq4_xs_packed512(const gemm_args& a, int64_t r0, int64_t r1) { gemm_packed512<iq4_xs_packed16>(a, r0, r1); }
 
 void gemm_q6_k_packed512(const gemm_args& a, int64_t r0, int64_t r1) {
     by_groups<q6_k_packed16>(a, r0, r1, nt512, [&](const q6_k_packed16* w, int64_t nb, int64_t r, int n, int64_t t0, int64_t t1) TACHYON_AVX512 {

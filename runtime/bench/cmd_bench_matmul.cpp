@@ -153,7 +153,7 @@ int bench_matmul(const cli::parsed_args& args) {
     for (auto& v : x) v = normal(rng);
     std::vector<float> y(static_cast<size_t>(*rows) * static_cast<size_t>(max_tokens));
     // Packed as a model packs them (kernels.h: pack_panels; llama.cpp's
-    // pack_weights: q4_K and q6_K always, float weights up to 16 MiB), unless --in-place.
+    // pack_weights: the types of packs_quantized always, float weights up to 16 MiB), unless --in-place.
     const bool in_place = args.flag("in-place");
     std::vector<weight_panels> panels(n_matrices);
     size_t total_bytes = matrix_bytes * n_matrices;
