@@ -463,18 +463,16 @@ constexpr int64_t amx_k_min_tokens = 16;
 constexpr int64_t avx2_q4_k_min_tokens_in_place = 32;
 constexpr int64_t avx2_q5_k_min_tokens_in_place = 16;
 constexpr int64_t avx2_q6_k_min_tokens_in_place = 16;
-
-// The lowest level with kernels for the packed weights: iq4_xs has none at
-// AVX2 (its levels + 128 would saturate maddubs).
-kernel_isa min_packed_isa(tensor_type weight) { return weight == tensor_type::iq4_xs ? kernel_isa::avx512 : kernel_isa::avx2; }
+constexpr int64_t avx2_iq4_xs_min_tokens_in_place = 16;
 
 bool reads_packed(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
-    if (!packs_quantized(weight) || isa < min_packed_isa(weight)) return false;
+    if (!packs_quantized(weight) || isa < kernel_isa::avx2) return false;
     if (isa == kernel_isa::avx2) {
         switch (weight) {
             case tensor_type::q4_k: return n_tokens < avx2_q4_k_min_tokens_in_place;
             case tensor_type::q5_k: return n_tokens < avx2_q5_k_min_tokens_in_place;
-            default: return n_tokens < avx2_q6_k_min_tokens_in_place;
+            case tensor_type::q6_k: return n_tokens < avx2_q6_k_min_tokens_in_place;
+            default: return n_tokens < avx2_iq4_xs_min_tokens_in_place;
         }
     }
     return !(isa == kernel_isa::amx && n_tokens >= amx_k_min_tokens);
@@ -487,7 +485,7 @@ bool packs_quantized(tensor_type weight) {
 }
 
 bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols) {
-    if (packs_quantized(weight)) return n_rows > 0 && n_cols > 0 && n_cols % qk_k == 0 && default_isa() >= min_packed_isa(weight);
+    if (packs_quantized(weight)) return n_rows > 0 && n_cols > 0 && n_cols % qk_k == 0 && default_isa() >= kernel_isa::avx2;
     return is_float(weight) && n_rows >= panel_rows && n_cols > 0 && n_cols % 16 == 0 && default_isa() >= kernel_isa::avx512;
 }
 
@@ -596,7 +594,7 @@ void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_ro
             case tensor_type::q4_k: gemm = wide ? detail::gemm_q4_k_packed512 : detail::gemm_q4_k_packed256; break;
             case tensor_type::q5_k: gemm = wide ? detail::gemm_q5_k_packed512 : detail::gemm_q5_k_packed256; break;
             case tensor_type::q6_k: gemm = wide ? detail::gemm_q6_k_packed512 : detail::gemm_q6_k_packed256; break;
-            default: gemm = detail::gemm_iq4_xs_packed512; break;  // iq4_xs: AVX-512 only (min_packed_isa)
+            default: gemm = wide ? detail::gemm_iq4_xs_packed512 : detail::gemm_iq4_xs_packed256; break;
         }
     } else if (panels != nullptr && is_float(weight) && ctx.isa() >= kernel_isa::avx512) {
         // With panels, threads take whole groups of 32 rows: a row's sum then

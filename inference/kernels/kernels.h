@@ -164,8 +164,8 @@ struct weight_panels {
     size_t size_bytes() const { return bytes; }
 };
 //
-// q4_K, q5_K and q6_K weights are packed for the AVX2 and AVX-512 levels,
-// iq4_xs for AVX-512: every group of 16 rows block by block, the rows in
+// q4_K, q5_K, q6_K and iq4_xs weights are packed for the AVX2 and AVX-512
+// levels: every group of 16 rows block by block, the rows in
 // the vector lanes; q4_K's nibbles as they are and its 6-bit scales
 // unpacked to bytes (2.8 % more than the rows), q5_K's the same with its
 // fifth bits beside them (2.3 %), iq4_xs's indices in q4_K's order with
@@ -173,8 +173,8 @@ struct weight_panels {
 // shift lines up each (1 %); the last group padded with zero rows. Decode
 // and small batches then read them without horizontal sums or per-row
 // unpacking. At AVX-512 every batch size reads them (prompts without a
-// layout per call); batches of 32 tokens and more at AVX2 (q5_K, q6_K:
-// 16), and of 16 and more at AMX, read the weights in place.
+// layout per call); batches of 32 tokens and more at AVX2 (q5_K, q6_K,
+// iq4_xs: 16), and of 16 and more at AMX, read the weights in place.
 //
 // True for the quantized types pack_panels lays out (q4_K, q5_K, q6_K,
 // iq4_xs): their panels are about the weights' size and a model packs them
@@ -182,7 +182,7 @@ struct weight_panels {
 bool packs_quantized(tensor_type weight);
 // True when this CPU's kernels would use panels of this weight: AVX-512,
 // a float type, rows a multiple of 16 long, at least 32 rows; or AVX2 and
-// q4_K, q5_K or q6_K; or AVX-512 and iq4_xs.
+// q4_K, q5_K, q6_K or iq4_xs.
 bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols);
 // True when, at this CPU's default kernel level, every matmul of this
 // weight reads its panels and none the weights in place: a model may let

@@ -90,8 +90,7 @@ void pack_q6_k(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
 size_t iq4_xs_packed_bytes(int64_t n_rows, int64_t n_cols);
 void pack_iq4_xs(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
 // y[t, r] for r in [r0, r1) (r0 a multiple of 16) and every token, from the
-// packed weights at a.panels: AVX-512 (16 rows a register) and AVX2 (8;
-// none for iq4_xs, whose levels + 128 would saturate maddubs' int16 pairs).
+// packed weights at a.panels: AVX-512 (16 rows a register) and AVX2 (8).
 void gemm_q4_k_packed512(const gemm_args& a, int64_t r0, int64_t r1);
 void gemm_q4_k_packed256(const gemm_args& a, int64_t r0, int64_t r1);
 void gemm_q5_k_packed512(const gemm_args& a, int64_t r0, int64_t r1);
@@ -99,6 +98,7 @@ void gemm_q5_k_packed256(const gemm_args& a, int64_t r0, int64_t r1);
 void gemm_q6_k_packed512(const gemm_args& a, int64_t r0, int64_t r1);
 void gemm_q6_k_packed256(const gemm_args& a, int64_t r0, int64_t r1);
 void gemm_iq4_xs_packed512(const gemm_args& a, int64_t r0, int64_t r1);
+void gemm_iq4_xs_packed256(const gemm_args& a, int64_t r0, int64_t r1);
 // Asks Linux for the AMX tile state; true when granted.
 bool os_grants_amx();
 // True on AMD CPUs, whose AVX-512 decode of q8_0 / q4_0 lost to the 256-bit

@@ -240,11 +240,15 @@ namespace {
 // Groups lie one after another, so past a group's last block this fetches
 // the next group's. Where a pass spends longer on a block than the hardware
 // prefetchers look ahead, the stream from memory stalls without it; where a
-// pass already reads at the memory's rate (AVX-512, one or two tokens), the
-// extra requests only slow it. Zen 4, one thread, 8960 x 1536 from 192 MiB
-// of weights, without -> with: AVX-512 at 1 token 244 -> 354 us, at 8 tokens
-// 1200 -> 650 us (the time of weights already in L3); AVX2 at 1 token
-// 459 -> 296 us, at 8 tokens 1533 -> 1059 us.
+// pass already reads at the memory's rate (AVX-512, one or two tokens, on
+// AMD), the extra requests only slow it. Zen 4, one thread, 8960 x 1536
+// from 192 MiB of weights, without -> with: AVX-512 at 1 token 244 -> 354
+// us, at 8 tokens 1200 -> 650 us (the time of weights already in L3); AVX2
+// at 1 token 459 -> 296 us, at 8 tokens 1533 -> 1059 us. Intel's
+// prefetchers leave the one-token AVX-512 pass short of the memory's rate
+// (Sapphire Rapids, one thread, 2816 x 1024 from 1 GiB: q4_K 10.8 -> 13.6
+// GB/s, q5_K 9.6 -> 13.1, against 14 GB/s of plain reads), so there every
+// pass prefetches.
 template <class P>
 constexpr int64_t prefetch_bytes = 8 * sizeof(P);
 template <class P>
@@ -318,6 +322,7 @@ template <int NT, class P>
 __attribute__((noinline)) TACHYON_AVX512 void tokens512(const gemm_args& a, const P* w, int64_t nb, int64_t r, int64_t t, __mmask16 keep) {
     const block_q8_k* x[NT];
     for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
+    const bool prefetch = NT >= prefetch_min_tokens512 || !cpu_is_amd();
     __m512 acc[NT];
 #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
@@ -327,7 +332,7 @@ __attribute__((noinline)) TACHYON_AVX512 void tokens512(const gemm_args& a, cons
         __m512 sumf[NT];
 #pragma GCC unroll 8
         for (int sb = 0; sb < 8; ++sb) {
-            if constexpr (NT >= prefetch_min_tokens512) prefetch_sub_block<P>(ahead, sb);
+            if (prefetch) prefetch_sub_block<P>(ahead, sb);
             __m512i s32[NT];
 #pragma GCC unroll 8
             for (int j = 0; j < NT; ++j) s32[j] = _mm512_setzero_si512();
@@ -451,6 +456,52 @@ __attribute__((noinline)) TACHYON_AVX2 void tokens256(const gemm_args& a, const 
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[j]), _mm256_mul_ps(dw, dx), acc[j]);
             acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(summ), _mm256_mul_ps(mw, dx), acc[j]);
         }
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < NT; ++j) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r + 8 * h, keep, acc[j]);
+}
+
+// iq4_xs at AVX2: maddubs of its levels + 128 against int8 activations
+// would saturate the int16 pairs, so the levels stay signed, their
+// magnitudes against the token's bytes signed by them (pairs within
+// +-2 * 127 * 127), each maddubs widened at once by a madd with the rows'
+// scale; no mins term.
+template <int NT>
+__attribute__((noinline)) TACHYON_AVX2 void tokens256(const gemm_args& a, const iq4_xs_packed16* w, int64_t nb, int h, int64_t r, int64_t t,
+                                                       __m256i keep) {
+    const block_q8_k* x[NT];
+    for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
+    const __m256i levels = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values)));
+    __m256 acc[NT];
+#pragma GCC unroll 4
+    for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const iq4_xs_packed16& blk = w[b];
+        const char* ahead = reinterpret_cast<const char*>(&blk) + prefetch_bytes<iq4_xs_packed16>;
+        __m256i sumi[NT];
+#pragma GCC unroll 8
+        for (int sb = 0; sb < 8; ++sb) {
+            prefetch_sub_block<iq4_xs_packed16>(ahead, sb);
+            // each row's scale in both int16 halves of its lane
+            const __m128i s8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(&blk.scales[sb][8 * h]));
+            const __m256i sc = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(s8, s8));
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; ++k) {
+                const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.qs[sb / 2][k][8 * h]));
+                const __m256i idx = _mm256_and_si256(sb % 2 == 0 ? v : _mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f));
+                const __m256i lv = _mm256_shuffle_epi8(levels, idx);
+                const __m256i mag = _mm256_abs_epi8(lv);
+#pragma GCC unroll 4
+                for (int j = 0; j < NT; ++j) {
+                    const __m256i xb = _mm256_set1_epi32(load_i32(x[j][b].qs + 32 * sb + 4 * k));
+                    const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(mag, _mm256_sign_epi8(xb, lv)), sc);
+                    sumi[j] = sb == 0 && k == 0 ? p : _mm256_add_epi32(sumi[j], p);
+                }
+            }
+        }
+        const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.d[8 * h])));
+#pragma GCC unroll 4
+        for (int j = 0; j < NT; ++j) acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[j]), _mm256_mul_ps(dw, _mm256_set1_ps(x[j][b].d)), acc[j]);
     }
 #pragma GCC unroll 4
     for (int j = 0; j < NT; ++j) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r + 8 * h, keep, acc[j]);
@@ -674,6 +725,7 @@ void gemm_q4_k_packed256(const gemm_args& a, int64_t r0, int64_t r1) { gemm_pack
 void gemm_q5_k_packed512(const gemm_args& a, int64_t r0, int64_t r1) { gemm_packed512<q5_k_packed16>(a, r0, r1); }
 void gemm_q5_k_packed256(const gemm_args& a, int64_t r0, int64_t r1) { gemm_packed256<q5_k_packed16>(a, r0, r1); }
 void gemm_iq4_xs_packed512(const gemm_args& a, int64_t r0, int64_t r1) { gemm_packed512<iq4_xs_packed16>(a, r0, r1); }
+void gemm_iq4_xs_packed256(const gemm_args& a, int64_t r0, int64_t r1) { gemm_packed256<iq4_xs_packed16>(a, r0, r1); }
 
 void gemm_q6_k_packed512(const gemm_args& a, int64_t r0, int64_t r1) {
     by_groups<q6_k_packed16>(a, r0, r1, nt512, [&](const q6_k_packed16* w, int64_t nb, int64_t r, int n, int64_t t0, int64_t t1) TACHYON_AVX512 {
