@@ -255,12 +255,9 @@ void decoder_model::dequantize_all() {
 // and the verification of drafts then multiply without transposes or
 // horizontal sums. Larger float models stream their weights from memory,
 // where a second copy would only add to what is read and held. q4_K, q5_K,
-// q6_K and iq4_xs matrices are packed at every size (AVX2 and AVX-512);
-// where the kernels
-// read nothing else (panels_replace_weights: AVX-512 below AMX) the
-// mapping's pages of them then go, so the model holds one copy. At AVX2
-// long prompts still read the file's pages: those stay mapped and clean,
-// so the kernel may reclaim them.
+// q6_K and iq4_xs matrices are packed at every size (AVX2 and up), and
+// the kernels read nothing else (panels_replace_weights), so the mapping's
+// pages of them then go and the model holds one copy.
 void decoder_model::pack_weights() {
     std::vector<weight_ref*> all = matrices();
     all.push_back(&output_);

@@ -450,32 +450,41 @@ namespace {
 bool is_float(tensor_type t) { return t == tensor_type::f32 || t == tensor_type::f16 || t == tensor_type::bf16; }
 
 // The AMX level multiplies the packed types' batches of this many tokens
-// and more on AMX-BF16 tiles from the weights in place (min_tokens_dequant
-// in kernels_amx_quant.cpp); fewer take the packed weights.
+// and more on AMX-BF16 tiles (min_tokens_dequant in kernels_amx_quant.cpp),
+// dequantized from the panels (kernels_packed_bf16.cpp); fewer take the
+// packed kernels.
 constexpr int64_t amx_k_min_tokens = 16;
 
-// The AVX2 level's prompt tiles (kernels_prompt.cpp) multiply batches of
-// this many tokens and more from the weights in place faster than the
-// packed kernels, whose 16 registers hold 4 tokens a pass (Zen 4, one
-// thread, 8960 x 1536, us packed / in place: q4_K 16 tokens 2131 / 2482,
-// 32 4335 / 4359, 64 9013 / 8302, 256 36618 / 30058; q6_K 1 token 553 /
-// 617, 8 1869 / 2126, 16 3685 / 3542).
-constexpr int64_t avx2_q4_k_min_tokens_in_place = 32;
-constexpr int64_t avx2_q5_k_min_tokens_in_place = 16;
-constexpr int64_t avx2_q6_k_min_tokens_in_place = 16;
-constexpr int64_t avx2_iq4_xs_min_tokens_in_place = 16;
+bool on_amx_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
+    return packs_quantized(weight) && isa == kernel_isa::amx && n_tokens >= amx_k_min_tokens;
+}
 
+// The AVX2 level's prompt tiles (kernels_avx2_kquants.cpp, their rows laid
+// out from the panels) multiply q4_K and q6_K batches of this many tokens
+// and more faster than the packed kernels, whose 16 registers hold 4 tokens
+// a pass
+// (Zen 4, one thread, 8960 x 1536, us packed / in place: q4_K 16 tokens
+// 2131 / 2482, 32 4335 / 4359, 64 9013 / 8302, 256 36618 / 30058; q6_K 1
+// token 553 / 617, 8 1869 / 2126, 16 3685 / 3542). q5_K and iq4_xs have no
+// such tiles: their packed kernels win at every size (Sapphire Rapids at
+// TACHYON_KERNELS=avx2, same shape, packed / in place: q5_K 16 tokens 3540
+// / 5315, 64 12604 / 23033, 256 61830 / 85011; iq4_xs 4365 / 5203, 16434 /
+// 22807, 80751 / 85350).
+constexpr int64_t avx2_q4_k_min_tokens_tiles = 32;
+constexpr int64_t avx2_q6_k_min_tokens_tiles = 16;
+
+bool on_avx2_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
+    if (isa != kernel_isa::avx2) return false;
+    if (weight == tensor_type::q4_k) return n_tokens >= avx2_q4_k_min_tokens_tiles;
+    if (weight == tensor_type::q6_k) return n_tokens >= avx2_q6_k_min_tokens_tiles;
+    return false;
+}
+
+// True when the packed kernels (kernels_k_packed.cpp) multiply this batch;
+// the AMX and AVX2 tiles that take the others read the panels too.
 bool reads_packed(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
-    if (!packs_quantized(weight) || isa < kernel_isa::avx2) return false;
-    if (isa == kernel_isa::avx2) {
-        switch (weight) {
-            case tensor_type::q4_k: return n_tokens < avx2_q4_k_min_tokens_in_place;
-            case tensor_type::q5_k: return n_tokens < avx2_q5_k_min_tokens_in_place;
-            case tensor_type::q6_k: return n_tokens < avx2_q6_k_min_tokens_in_place;
-            default: return n_tokens < avx2_iq4_xs_min_tokens_in_place;
-        }
-    }
-    return !(isa == kernel_isa::amx && n_tokens >= amx_k_min_tokens);
+    return packs_quantized(weight) && isa >= kernel_isa::avx2 && !on_amx_tiles(weight, isa, n_tokens) &&
+           !on_avx2_tiles(weight, isa, n_tokens);
 }
 
 }  // namespace
@@ -489,10 +498,7 @@ bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols) {
     return is_float(weight) && n_rows >= panel_rows && n_cols > 0 && n_cols % 16 == 0 && default_isa() >= kernel_isa::avx512;
 }
 
-bool panels_replace_weights(tensor_type weight) {
-    const kernel_isa isa = default_isa();
-    return packs_quantized(weight) && isa >= kernel_isa::avx512 && isa < kernel_isa::amx;
-}
+bool panels_replace_weights(tensor_type weight) { return packs_quantized(weight) && default_isa() >= kernel_isa::avx2; }
 
 void weight_panels::release::operator()(std::byte* p) const noexcept { std::free(p); }
 
@@ -596,6 +602,8 @@ void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_ro
             case tensor_type::q6_k: gemm = wide ? detail::gemm_q6_k_packed512 : detail::gemm_q6_k_packed256; break;
             default: gemm = wide ? detail::gemm_iq4_xs_packed512 : detail::gemm_iq4_xs_packed256; break;
         }
+    } else if (panels != nullptr && (on_amx_tiles(weight, ctx.isa(), n_tokens) || on_avx2_tiles(weight, ctx.isa(), n_tokens))) {
+        a.panels = panels;  // the AMX-BF16 tiles dequantize the panels, the AVX2 tiles lay their rows out from them
     } else if (panels != nullptr && is_float(weight) && ctx.isa() >= kernel_isa::avx512) {
         // With panels, threads take whole groups of 32 rows: a row's sum then
         // comes from the same kernel however many threads run.

@@ -164,17 +164,18 @@ struct weight_panels {
     size_t size_bytes() const { return bytes; }
 };
 //
-// q4_K, q5_K, q6_K and iq4_xs weights are packed for the AVX2 and AVX-512
-// levels: every group of 16 rows block by block, the rows in
+// q4_K, q5_K, q6_K and iq4_xs weights are packed from the AVX2 level up:
+// every group of 16 rows block by block, the rows in
 // the vector lanes; q4_K's nibbles as they are and its 6-bit scales
 // unpacked to bytes (2.8 % more than the rows), q5_K's the same with its
 // fifth bits beside them (2.3 %), iq4_xs's indices in q4_K's order with
 // bytes for its scales (8.8 %), q6_K's low and high bits regrouped so one
 // shift lines up each (1 %); the last group padded with zero rows. Decode
 // and small batches then read them without horizontal sums or per-row
-// unpacking. At AVX-512 every batch size reads them (prompts without a
-// layout per call); batches of 32 tokens and more at AVX2 (q5_K, q6_K,
-// iq4_xs: 16), and of 16 and more at AMX, read the weights in place.
+// unpacking. Every batch size reads them: the packed kernels, and the AMX
+// bf16 tiles (batches of 16 tokens and more) and the AVX2 prompt tiles
+// (q4_K batches of 32 and more, q6_K 16) from them, so the file's pages of
+// those weights may go.
 //
 // True for the quantized types pack_panels lays out (q4_K, q5_K, q6_K,
 // iq4_xs): their panels are about the weights' size and a model packs them
@@ -185,7 +186,8 @@ bool packs_quantized(tensor_type weight);
 // q4_K, q5_K, q6_K or iq4_xs.
 bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols);
 // True when, at this CPU's default kernel level, every matmul of this
-// weight reads its panels and none the weights in place: a model may let
+// weight reads its panels and none the weights in place (the packed types
+// from AVX2 up): a model may let
 // the mapping's pages of them go (they are read back from the file should
 // a lower level, a lookup or another reader need them).
 bool panels_replace_weights(tensor_type weight);

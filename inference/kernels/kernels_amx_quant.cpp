@@ -290,6 +290,10 @@ TACHYON_AMX_BF16 void activations_bf16(const std::byte* x, int64_t n_cols, uint1
 template <tensor_type T>
 void gemm_below_dequant(const gemm_args& a, int64_t r0, int64_t r1) {
     if constexpr (T == tensor_type::q8_0 || T == tensor_type::q4_0) amx_int8_gemm(T)(a, r0, r1);
+    else if constexpr (T == tensor_type::q4_k) (a.panels != nullptr ? gemm_q4_k_packed512 : avx512_kernels(T)->gemm)(a, r0, r1);
+    else if constexpr (T == tensor_type::q5_k) (a.panels != nullptr ? gemm_q5_k_packed512 : avx512_kernels(T)->gemm)(a, r0, r1);
+    else if constexpr (T == tensor_type::q6_k) (a.panels != nullptr ? gemm_q6_k_packed512 : avx512_kernels(T)->gemm)(a, r0, r1);
+    else if constexpr (T == tensor_type::iq4_xs) (a.panels != nullptr ? gemm_iq4_xs_packed512 : avx512_kernels(T)->gemm)(a, r0, r1);
     else avx512_kernels(T)->gemm(a, r0, r1);
 }
 
@@ -321,6 +325,20 @@ TACHYON_AMX_BF16 void activation_tiles(const gemm_args& a, std::vector<uint16_t>
     }
 }
 
+// Rows r.. r + n - 1 (n <= 32, r a multiple of 16) as dequant_rows lays
+// them out, from the packed panels of the type where the matmul has them
+// (the mapping's pages of those weights may be gone), else from the rows.
+template <tensor_type T>
+TACHYON_AMX_BF16 void dequant_groups(const gemm_args& a, int64_t r, int n, uint16_t* w) {
+    if constexpr (T == tensor_type::q4_k || T == tensor_type::q5_k || T == tensor_type::q6_k || T == tensor_type::iq4_xs) {
+        if (a.panels != nullptr) {
+            for (int g = 0; g * tile < n; ++g) packed_group_bf16(T, a.panels, a.n_cols, r / tile + g, w + g * a.n_cols * tile);
+            return;
+        }
+    }
+    dequant_rows<T>(a, r, n, w);
+}
+
 template <tensor_type T>
 TACHYON_AMX_BF16 void gemm_amx_dequant(const gemm_args& a, int64_t r0, int64_t r1) {
     static const bool has_bf16 = cpu_has_amx_bf16();
@@ -329,7 +347,8 @@ TACHYON_AMX_BF16 void gemm_amx_dequant(const gemm_args& a, int64_t r0, int64_t r
     if (!has_bf16 || a.n_tokens < min_tokens_dequant<T> || a.x_row_bytes != static_cast<size_t>(a.n_cols / x_cols) * sizeof(A))
         return gemm_below_dequant<T>(a, r0, r1);
     const int64_t n_pad = (a.n_tokens + tile - 1) / tile * tile, n_chunks = a.n_cols / 32;
-    const int64_t r_full = r0 + (r1 - r0) / tile * tile;
+    // panels hold the last group padded with zero rows: it runs as a whole one
+    const int64_t r_full = a.panels != nullptr ? r1 : r0 + (r1 - r0) / tile * tile;
     thread_local std::vector<uint16_t> x_rows, x, w;
     thread_local std::vector<float> acc;  // results, [2 row groups][16 rows][n_pad tokens]
     activation_tiles<A>(a, x_rows, x);
@@ -346,7 +365,7 @@ TACHYON_AMX_BF16 void gemm_amx_dequant(const gemm_args& a, int64_t r0, int64_t r
     // share a row group run back to back.
     for (int64_t r = r0; r < r_full; r += 2 * tile) {
         const bool g2 = r + tile < r_full;
-        dequant_rows<T>(a, r, g2 ? 2 * tile : tile, w.data());
+        dequant_groups<T>(a, r, g2 ? 2 * tile : tile, w.data());
         memory_barrier(w.data());
         for (int64_t t = 0; t < n_pad; t += 2 * tile) {
             const bool t2 = t + tile < n_pad;
@@ -376,18 +395,19 @@ TACHYON_AMX_BF16 void gemm_amx_dequant(const gemm_args& a, int64_t r0, int64_t r
         // [row][token] -> y[token][row], the tokens there.
         for (int g = 0; g < (g2 ? 2 : 1); ++g) {
             const float* rows = acc.data() + g * tile * n_pad;
+            const auto keep = static_cast<__mmask16>((1u << std::min<int64_t>(tile, r_full - r - g * tile)) - 1);
             for (int64_t t = 0; t < n_pad; t += tile) {
                 __m512 v[tile];
 #pragma GCC unroll 16
                 for (int i = 0; i < tile; ++i) v[i] = _mm512_loadu_ps(rows + i * n_pad + t);
                 transpose16(v);
                 const int64_t n = std::min<int64_t>(tile, a.n_tokens - t);
-                for (int64_t j = 0; j < n; ++j) _mm512_storeu_ps(a.y + (t + j) * a.ldy + r + g * tile, v[j]);
+                for (int64_t j = 0; j < n; ++j) _mm512_mask_storeu_ps(a.y + (t + j) * a.ldy + r + g * tile, keep, v[j]);
             }
         }
     }
     _tile_release();
-    if (r_full < r1) avx512_kernels(T)->gemm(a, r_full, r1);
+    if (r_full < r1) avx512_kernels(T)->gemm(a, r_full, r1);  // never with panels
 }
 
 }  // namespace

@@ -583,6 +583,7 @@ TACHYON_AVX2 void lay_out_q45_k_rows8(const gemm_args& a, int64_t r, int n, int6
 }  // namespace
 
 TACHYON_AVX2 void lay_out_q4_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out) {
+    if (a.panels != nullptr) return lay_out_q4_k_rows8_packed(a, r, nb, out);
     lay_out_q45_k_rows8<false>(a, r, n, nb, out);
 }
 TACHYON_AVX2 void lay_out_q5_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out) {
@@ -631,6 +632,7 @@ TACHYON_AVX2 void lay_out_iq4_xs_rows8(const gemm_args& a, int64_t r, int n, int
 
 // Rows r.. r + n - 1 (n <= 8) as q6_k_rows; rows past n repeat row r.
 TACHYON_AVX2 void lay_out_q6_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q6_k_rows* out) {
+    if (a.panels != nullptr) return lay_out_q6_k_rows8_packed(a, r, nb, out);
     const block_q6_k* row[8];
     for (int i = 0; i < 8; ++i) row[i] = reinterpret_cast<const block_q6_k*>(a.w + (r + (i < n ? i : 0)) * a.w_row_bytes);
     const int64_t next = 8 * static_cast<int64_t>(a.w_row_bytes);

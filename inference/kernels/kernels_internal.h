@@ -99,6 +99,11 @@ void gemm_q6_k_packed512(const gemm_args& a, int64_t r0, int64_t r1);
 void gemm_q6_k_packed256(const gemm_args& a, int64_t r0, int64_t r1);
 void gemm_iq4_xs_packed512(const gemm_args& a, int64_t r0, int64_t r1);
 void gemm_iq4_xs_packed256(const gemm_args& a, int64_t r0, int64_t r1);
+// Group `group` (16 rows) of those panels as AMX-BF16 A tiles: chunk c of
+// 32 columns at out + c * 512, tile row i its row i's 32 values (padding
+// rows zero); every x as bf16 of its value with the block's scale and min
+// folded in (kernels_packed_bf16.cpp).
+void packed_group_bf16(tensor_type weight, const std::byte* panels, int64_t n_cols, int64_t group, uint16_t* out);
 // Asks Linux for the AMX tile state; true when granted.
 bool os_grants_amx();
 // True on AMD CPUs, whose AVX-512 decode of q8_0 / q4_0 lost to the 256-bit

@@ -30,22 +30,13 @@
 
 #include "inference/gguf/quant.h"
 #include "inference/kernels/kernels_internal.h"
+#include "inference/kernels/kernels_k_packed.h"
+#include "inference/kernels/kernels_k_rows.h"
 
 #define TACHYON_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define TACHYON_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2,fma,f16c")))
 
 namespace tachyon::detail {
-
-// One block of 256 columns of a group of 16 rows. Chunk c of a q4_K row is
-// its quant bytes 32c..32c+31: the low nibbles are sub-block 2c, the high
-// ones 2c + 1, byte 4k + i of the chunk element 4k + i of both.
-struct alignas(64) q4_k_packed16 {
-    uint32_t qs[4][8][16];   // [c][k][row]: bytes 4k..4k+3 of the row's chunk c
-    uint8_t scales[8][16];   // [s][row]: 6-bit scale of sub-block s
-    uint8_t mins[4][16][2];  // [p][row]: the mins of sub-blocks 2p and 2p + 1
-    uint16_t d[16], dmin[16];
-};
-static_assert(sizeof(q4_k_packed16) == 2368, "about 2.8 % above 16 q4_K blocks (2304 bytes)");
 
 size_t q4_k_packed_bytes(int64_t n_rows, int64_t n_cols) {
     return static_cast<size_t>((n_rows + 15) / 16 * (n_cols / qk_k)) * sizeof(q4_k_packed16);
@@ -76,30 +67,6 @@ void pack_q4_k(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
         }
     }
 }
-
-// q5_K as q4_K, with the fifth bits beside the nibbles: bit sb of byte m of
-// a row's dword qh[k] is the fifth bit of element 32 sb + 4k + m (qh bytes
-// 4k..4k+3 of the row as they are).
-struct alignas(64) q5_k_packed16 {
-    uint32_t qs[4][8][16];
-    uint32_t qh[8][16];      // [k][row]
-    uint8_t scales[8][16];
-    uint8_t mins[4][16][2];
-    uint16_t d[16], dmin[16];
-};
-static_assert(sizeof(q5_k_packed16) == 2880, "about 2.3 % above 16 q5_K blocks (2816 bytes)");
-
-// iq4_xs on q4_K's layout: the indices regrouped as q4_K's nibbles (chunk c
-// holds sub-blocks 2c and 2c + 1), read through the table as level + 128
-// (unsigned for dpbusd); the 128 comes off through the token's sub-block
-// sums times the scales, which `mins` holds in q4_K's order of mins.
-struct alignas(64) iq4_xs_packed16 {
-    uint32_t qs[4][8][16];
-    int8_t scales[8][16];    // [s][row]: ls - 32
-    int8_t mins[4][16][2];   // [p][row]: scales 2p and 2p + 1 again
-    uint16_t d[16];
-};
-static_assert(sizeof(iq4_xs_packed16) == 2368, "about 8.8 % above 16 iq4_xs blocks (2176 bytes)");
 
 size_t q5_k_packed_bytes(int64_t n_rows, int64_t n_cols) {
     return static_cast<size_t>((n_rows + 15) / 16 * (n_cols / qk_k)) * sizeof(q5_k_packed16);
@@ -167,22 +134,6 @@ void pack_iq4_xs(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) 
         }
     }
 }
-
-// One block of 256 columns of a group of 16 rows of q6_K, the 6-bit values
-// kept unsigned (0..63; the offset of 32 comes off through the token's
-// bsums). Chunk c is elements 64c..64c+63 of a row: byte m of a row's dword
-// lo[c][k] holds the low 4 bits of element 64c + 4k + m in its low nibble
-// and of element 64c + 32 + 4k + m in its high one, byte m of hi[c][k] the
-// top 2 bits of elements 64c + 16f + 4k + m at bits 2f..2f+1, f = 0..3.
-// Sub-block s (16 elements) is then lo[s/4][4 (s%2) + k] and hi[s/4][k],
-// k = 0..3, with one shift each to line the bits up.
-struct alignas(64) q6_k_packed16 {
-    uint32_t lo[4][8][16];
-    uint32_t hi[4][4][16];
-    int8_t scales[16][16];  // [s][row]
-    uint16_t d[16];
-};
-static_assert(sizeof(q6_k_packed16) == 3392, "about 1 % above 16 q6_K blocks (3360 bytes)");
 
 size_t q6_k_packed_bytes(int64_t n_rows, int64_t n_cols) {
     return static_cast<size_t>((n_rows + 15) / 16 * (n_cols / qk_k)) * sizeof(q6_k_packed16);
@@ -275,35 +226,6 @@ inline int32_t load_i32(const void* p) {
 }
 
 // ---- AVX-512: 16 rows in the lanes of one register ---------------------------
-
-// The 16 levels of iq4_xs + 128, in every 128-bit lane.
-TACHYON_AVX512 inline __m512i iq4_levels_plus_128_512() {
-    alignas(16) static constexpr uint8_t lut[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
-    static_assert(lut[0] == iq4_nl_values[0] + 128 && lut[15] == iq4_nl_values[15] + 128);
-    return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(lut)));
-}
-
-// Register k of sub-block sb: 16 rows x elements 32 sb + 4k .. + 3 as
-// unsigned bytes (q4_K 0..15, q5_K 0..31, iq4_xs level + 128).
-TACHYON_AVX512 inline __m512i values512(const q4_k_packed16& blk, int sb, int k) {
-    const __m512i v = _mm512_load_si512(blk.qs[sb / 2][k]);
-    return _mm512_and_si512(sb % 2 == 0 ? v : _mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0f));
-}
-
-TACHYON_AVX512 inline __m512i values512(const q5_k_packed16& blk, int sb, int k) {
-    const __m512i v = _mm512_load_si512(blk.qs[sb / 2][k]);
-    const __m512i l = sb % 2 == 0 ? v : _mm512_srli_epi16(v, 4);
-    const __m512i h = _mm512_load_si512(blk.qh[k]);
-    const __m512i hs = sb < 4 ? _mm512_slli_epi16(h, 4 - sb) : sb > 4 ? _mm512_srli_epi16(h, sb - 4) : h;  // bit sb to bit 4
-    // (l & 0x0f) | (hs & 0x10)
-    return _mm512_ternarylogic_epi32(l, _mm512_and_si512(hs, _mm512_set1_epi8(0x10)), _mm512_set1_epi8(0x0f), 0xec);
-}
-
-TACHYON_AVX512 inline __m512i values512(const iq4_xs_packed16& blk, int sb, int k) {
-    const __m512i v = _mm512_load_si512(blk.qs[sb / 2][k]);
-    const __m512i idx = _mm512_and_si512(sb % 2 == 0 ? v : _mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0f));
-    return _mm512_shuffle_epi8(iq4_levels_plus_128_512(), idx);
-}
 
 // iq4_xs keeps signed scales and its "mins" are those scales; q4_K / q5_K unsigned ones.
 template <class P>
@@ -528,17 +450,6 @@ TACHYON_AVX2 inline void q6_prefetch(const char* ahead, int sb) {
         if (q6_prefetch_lines * sb + l < q6_block_lines) _mm_prefetch(ahead + (q6_prefetch_lines * sb + l) * 64, _MM_HINT_T1);
 }
 
-// Register k of sub-block sb: 16 rows x elements 16 sb + 4k .. + 3, 0..63.
-TACHYON_AVX512 inline __m512i q6_values512(const q6_k_packed16& blk, int sb, int k) {
-    const int c = sb / 4, f = sb % 4;
-    __m512i l = _mm512_load_si512(blk.lo[c][4 * (f % 2) + k]);
-    if (f >= 2) l = _mm512_srli_epi16(l, 4);
-    __m512i h = _mm512_load_si512(blk.hi[c][k]);
-    h = f == 0 ? _mm512_slli_epi16(h, 4) : f == 1 ? _mm512_slli_epi16(h, 2) : f == 2 ? h : _mm512_srli_epi16(h, 2);
-    // (l & 0x0f) | (h & 0x30)
-    return _mm512_ternarylogic_epi32(l, _mm512_and_si512(h, _mm512_set1_epi8(0x30)), _mm512_set1_epi8(0x0f), 0xec);
-}
-
 // As tokens512 for q6_K: per sub-block and token 4 dpbusd into an int32
 // sum and an FMA by the rows' scales into a float sum (with an int32
 // multiply there, 256 tokens took 29.9 ms against 25.0 from the weights in
@@ -718,6 +629,42 @@ void gemm_packed256(const gemm_args& a, int64_t r0, int64_t r1) {
             tail256(a, w, nb, h, r, t, keep, t1 - t);
         }
     });
+}
+
+// The 8-row layouts of the AVX2 prompt tiles, from the panels (kernels_k_rows.h).
+TACHYON_AVX2 void lay_out_q4_k_rows8_packed(const gemm_args& a, int64_t r, int64_t nb, q4_k_rows* out) {
+    const auto* w = reinterpret_cast<const q4_k_packed16*>(a.panels) + r / 16 * nb;
+    const int h = static_cast<int>(r / 8 % 2);
+    for (int64_t b = 0; b < nb; ++b) {
+        const q4_k_packed16& blk = w[b];
+        q4_k_rows& o = out[b];
+        for (int sb = 0; sb < 8; ++sb) {
+            for (int k = 0; k < 8; ++k) _mm256_store_si256(reinterpret_cast<__m256i*>(o.quants[8 * sb + k]), values256(blk, sb, k, h));
+            const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&blk.scales[sb][8 * h])));
+            _mm256_store_si256(reinterpret_cast<__m256i*>(o.scales[sb]), _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)));
+        }
+        for (int p = 0; p < 4; ++p)
+            _mm256_store_si256(reinterpret_cast<__m256i*>(o.mins[p]),
+                               _mm256_cvtepu8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.mins[p][8 * h][0]))));
+        _mm256_store_ps(o.d, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.d[8 * h]))));
+        _mm256_store_ps(o.dmin, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.dmin[8 * h]))));
+    }
+}
+
+TACHYON_AVX2 void lay_out_q6_k_rows8_packed(const gemm_args& a, int64_t r, int64_t nb, q6_k_rows* out) {
+    const auto* w = reinterpret_cast<const q6_k_packed16*>(a.panels) + r / 16 * nb;
+    const int h = static_cast<int>(r / 8 % 2);
+    for (int64_t b = 0; b < nb; ++b) {
+        const q6_k_packed16& blk = w[b];
+        q6_k_rows& o = out[b];
+        // dword m of 32 elements j: elements 32j + 4m.. = register m % 4 of sub-block 2j + m / 4
+        for (int j = 0; j < 8; ++j)
+            for (int m = 0; m < 8; ++m)
+                _mm256_store_si256(reinterpret_cast<__m256i*>(o.quants[8 * j + m]), q6_values256(blk, 2 * j + m / 4, m % 4, h));
+        for (int s = 0; s < 16; ++s) _mm256_store_si256(reinterpret_cast<__m256i*>(o.scales[s]), q6_scale_pairs256(blk, s, s, h));
+        for (int p = 0; p < 8; ++p) _mm256_store_si256(reinterpret_cast<__m256i*>(o.pairs[p]), q6_scale_pairs256(blk, 2 * p, 2 * p + 1, h));
+        _mm256_store_ps(o.d, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.d[8 * h]))));
+    }
 }
 
 void gemm_q4_k_packed512(const gemm_args& a, int64_t r0, int64_t r1) { gemm_packed512<q4_k_packed16>(a, r0, r1); }

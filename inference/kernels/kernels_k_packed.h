@@ -1,0 +1,110 @@
+// The layouts of the k-quants and iq4_xs packed at load (pack_panels,
+// kernels_k_packed.cpp), and how a 16-row register of their values is read
+// from them; shared by the packed matmul kernels and the AMX tiles that
+// dequantize the same panels (kernels_packed_bf16.cpp).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "inference/gguf/quant.h"
+
+#define TACHYON_PACKED_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2,fma,f16c")))
+
+namespace tachyon::detail {
+
+// One block of 256 columns of a group of 16 rows. Chunk c of a q4_K row is
+// its quant bytes 32c..32c+31: the low nibbles are sub-block 2c, the high
+// ones 2c + 1, byte 4k + i of the chunk element 4k + i of both.
+struct alignas(64) q4_k_packed16 {
+    uint32_t qs[4][8][16];   // [c][k][row]: bytes 4k..4k+3 of the row's chunk c
+    uint8_t scales[8][16];   // [s][row]: 6-bit scale of sub-block s
+    uint8_t mins[4][16][2];  // [p][row]: the mins of sub-blocks 2p and 2p + 1
+    uint16_t d[16], dmin[16];
+};
+static_assert(sizeof(q4_k_packed16) == 2368, "about 2.8 % above 16 q4_K blocks (2304 bytes)");
+
+// q5_K as q4_K, with the fifth bits beside the nibbles: bit sb of byte m of
+// a row's dword qh[k] is the fifth bit of element 32 sb + 4k + m (qh bytes
+// 4k..4k+3 of the row as they are).
+struct alignas(64) q5_k_packed16 {
+    uint32_t qs[4][8][16];
+    uint32_t qh[8][16];      // [k][row]
+    uint8_t scales[8][16];
+    uint8_t mins[4][16][2];
+    uint16_t d[16], dmin[16];
+};
+static_assert(sizeof(q5_k_packed16) == 2880, "about 2.3 % above 16 q5_K blocks (2816 bytes)");
+
+// iq4_xs on q4_K's layout: the indices regrouped as q4_K's nibbles (chunk c
+// holds sub-blocks 2c and 2c + 1), read through the table as level + 128
+// (unsigned for dpbusd); the 128 comes off through the token's sub-block
+// sums times the scales, which `mins` holds in q4_K's order of mins.
+struct alignas(64) iq4_xs_packed16 {
+    uint32_t qs[4][8][16];
+    int8_t scales[8][16];    // [s][row]: ls - 32
+    int8_t mins[4][16][2];   // [p][row]: scales 2p and 2p + 1 again
+    uint16_t d[16];
+};
+static_assert(sizeof(iq4_xs_packed16) == 2368, "about 8.8 % above 16 iq4_xs blocks (2176 bytes)");
+
+// One block of 256 columns of a group of 16 rows of q6_K, the 6-bit values
+// kept unsigned (0..63; the offset of 32 comes off through the token's
+// bsums). Chunk c is elements 64c..64c+63 of a row: byte m of a row's dword
+// lo[c][k] holds the low 4 bits of element 64c + 4k + m in its low nibble
+// and of element 64c + 32 + 4k + m in its high one, byte m of hi[c][k] the
+// top 2 bits of elements 64c + 16f + 4k + m at bits 2f..2f+1, f = 0..3.
+// Sub-block s (16 elements) is then lo[s/4][4 (s%2) + k] and hi[s/4][k],
+// k = 0..3, with one shift each to line the bits up.
+struct alignas(64) q6_k_packed16 {
+    uint32_t lo[4][8][16];
+    uint32_t hi[4][4][16];
+    int8_t scales[16][16];  // [s][row]
+    uint16_t d[16];
+};
+static_assert(sizeof(q6_k_packed16) == 3392, "about 1 % above 16 q6_K blocks (3360 bytes)");
+
+// ---- registers of 16 rows x 4 values, as unsigned bytes ----------------------
+
+// The 16 levels of iq4_xs + 128, in every 128-bit lane.
+TACHYON_PACKED_AVX512 inline __m512i iq4_levels_plus_128_512() {
+    alignas(16) static constexpr uint8_t lut[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
+    static_assert(lut[0] == iq4_nl_values[0] + 128 && lut[15] == iq4_nl_values[15] + 128);
+    return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(lut)));
+}
+
+// Register k of sub-block sb: 16 rows x elements 32 sb + 4k .. + 3 as
+// unsigned bytes (q4_K 0..15, q5_K 0..31, iq4_xs level + 128).
+TACHYON_PACKED_AVX512 inline __m512i values512(const q4_k_packed16& blk, int sb, int k) {
+    const __m512i v = _mm512_load_si512(blk.qs[sb / 2][k]);
+    return _mm512_and_si512(sb % 2 == 0 ? v : _mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0f));
+}
+
+TACHYON_PACKED_AVX512 inline __m512i values512(const q5_k_packed16& blk, int sb, int k) {
+    const __m512i v = _mm512_load_si512(blk.qs[sb / 2][k]);
+    const __m512i l = sb % 2 == 0 ? v : _mm512_srli_epi16(v, 4);
+    const __m512i h = _mm512_load_si512(blk.qh[k]);
+    const __m512i hs = sb < 4 ? _mm512_slli_epi16(h, 4 - sb) : sb > 4 ? _mm512_srli_epi16(h, sb - 4) : h;  // bit sb to bit 4
+    // (l & 0x0f) | (hs & 0x10)
+    return _mm512_ternarylogic_epi32(l, _mm512_and_si512(hs, _mm512_set1_epi8(0x10)), _mm512_set1_epi8(0x0f), 0xec);
+}
+
+TACHYON_PACKED_AVX512 inline __m512i values512(const iq4_xs_packed16& blk, int sb, int k) {
+    const __m512i v = _mm512_load_si512(blk.qs[sb / 2][k]);
+    const __m512i idx = _mm512_and_si512(sb % 2 == 0 ? v : _mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0f));
+    return _mm512_shuffle_epi8(iq4_levels_plus_128_512(), idx);
+}
+
+// Register k of sub-block sb: 16 rows x elements 16 sb + 4k .. + 3, 0..63.
+TACHYON_PACKED_AVX512 inline __m512i q6_values512(const q6_k_packed16& blk, int sb, int k) {
+    const int c = sb / 4, f = sb % 4;
+    __m512i l = _mm512_load_si512(blk.lo[c][4 * (f % 2) + k]);
+    if (f >= 2) l = _mm512_srli_epi16(l, 4);
+    __m512i h = _mm512_load_si512(blk.hi[c][k]);
+    h = f == 0 ? _mm512_slli_epi16(h, 4) : f == 1 ? _mm512_slli_epi16(h, 2) : f == 2 ? h : _mm512_srli_epi16(h, 2);
+    // (l & 0x0f) | (h & 0x30)
+    return _mm512_ternarylogic_epi32(l, _mm512_and_si512(h, _mm512_set1_epi8(0x30)), _mm512_set1_epi8(0x0f), 0xec);
+}
+
+}  // namespace tachyon::detail

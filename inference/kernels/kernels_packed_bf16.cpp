@@ -1,0 +1,168 @@
+// The packed k-quant and iq4_xs panels (kernels_k_packed.h) dequantized into
+// the AMX-BF16 A tiles of kernels_amx_quant.cpp: prompts then read the same
+// copy of the weights as decode, and the mapping's pages of them can go (a
+// model held its file and the panels twice over at the AMX level before:
+// the Qwen2.5-1.5B shape in Q4_K_M 1.6 GB of resident memory for a 0.79 GB
+// file).
+//
+// A panel register holds 4 values of each of 16 rows; a tile row holds 32
+// values of one row. Each register's values become bf16 with their row's
+// scale and min folded in (4 rows x 4 values a conversion), and an 8 x 8
+// transposition of 64-bit words per 8 rows then gathers a row's 8 words of
+// 4 values into its tile row: 24 shuffles per 8 rows and 32 columns, about
+// what the dequantization itself costs.
+//
+// GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge
+// operand, which -Wuninitialized reports once inlined (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "base/assert.h"
+#include "inference/gguf/quant.h"
+#include "inference/kernels/kernels_internal.h"
+#include "inference/kernels/kernels_k_packed.h"
+
+#define TACHYON_BF16 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx512bf16,avx2,fma,f16c")))
+
+namespace tachyon::detail {
+namespace {
+
+// v[k] word i -> v[i] word k (64-bit words).
+TACHYON_BF16 inline void transpose8x8_epi64(__m512i (&v)[8]) {
+    __m512i a[8], b[8];
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) {
+        // 128-bit lane L: words 2L (lo) or 2L + 1 (hi) of v[2p], v[2p + 1]
+        a[2 * p] = _mm512_unpacklo_epi64(v[2 * p], v[2 * p + 1]);
+        a[2 * p + 1] = _mm512_unpackhi_epi64(v[2 * p], v[2 * p + 1]);
+    }
+    // lanes 0 and 2 (0x88) or 1 and 3 (0xdd) of each of two
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+        b[4 * h + 0] = _mm512_shuffle_i64x2(a[4 * h + 0], a[4 * h + 2], 0x88);  // words 0, 4 of v[4h..4h+3]
+        b[4 * h + 1] = _mm512_shuffle_i64x2(a[4 * h + 0], a[4 * h + 2], 0xdd);  // words 2, 6
+        b[4 * h + 2] = _mm512_shuffle_i64x2(a[4 * h + 1], a[4 * h + 3], 0x88);  // words 1, 5
+        b[4 * h + 3] = _mm512_shuffle_i64x2(a[4 * h + 1], a[4 * h + 3], 0xdd);  // words 3, 7
+    }
+    v[0] = _mm512_shuffle_i64x2(b[0], b[4], 0x88);
+    v[4] = _mm512_shuffle_i64x2(b[0], b[4], 0xdd);
+    v[2] = _mm512_shuffle_i64x2(b[1], b[5], 0x88);
+    v[6] = _mm512_shuffle_i64x2(b[1], b[5], 0xdd);
+    v[1] = _mm512_shuffle_i64x2(b[2], b[6], 0x88);
+    v[5] = _mm512_shuffle_i64x2(b[2], b[6], 0xdd);
+    v[3] = _mm512_shuffle_i64x2(b[3], b[7], 0x88);
+    v[7] = _mm512_shuffle_i64x2(b[3], b[7], 0xdd);
+}
+
+// Lane j of a 16-row vector spread as rows 4q + j / 4 (each row's value 4 times).
+TACHYON_BF16 inline __m512 rows4(__m512 v, int q) {
+    const __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(4 * q), _mm512_srli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 2));
+    return _mm512_permutexvar_ps(idx, v);
+}
+
+// One chunk of 32 columns of 16 rows: q[k] the registers of values 4k..4k+3
+// (unsigned bytes, row i in dword i), each row's value x as bf16 of
+// x * s - m, s and m per row (s0 / m0 for k < 4, s1 / m1 from 4). Tile row
+// i at out + 32 i.
+TACHYON_BF16 void chunk_bf16(const __m512i (&q)[8], __m512 s0, __m512 m0, __m512 s1, __m512 m1, uint16_t* out) {
+    __m512 sq[2][4], mq[2][4];
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+        sq[0][j] = rows4(s0, j);
+        mq[0][j] = rows4(m0, j);
+        sq[1][j] = rows4(s1, j);
+        mq[1][j] = rows4(m1, j);
+    }
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {  // rows 8h..8h+7
+        __m512i v[8];
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) {
+            const int e = k / 4;
+            const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(q[k], 2 * h)));
+            const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(q[k], 2 * h + 1)));
+            // word i: row 8h + i's 4 values
+            v[k] = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(_mm512_fmsub_ps(hi, sq[e][2 * h + 1], mq[e][2 * h + 1]),
+                                                                 _mm512_fmsub_ps(lo, sq[e][2 * h], mq[e][2 * h])));
+        }
+        transpose8x8_epi64(v);
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) _mm512_storeu_si512(out + 32 * (8 * h + i), v[i]);
+    }
+}
+
+TACHYON_BF16 inline __m512 halves16(const uint16_t* h) { return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h))); }
+
+// Byte `odd` of each of 16 byte pairs (32 bytes at pairs), as floats.
+TACHYON_BF16 inline __m512 pair_bytes16(const void* pairs, int odd, bool is_signed) {
+    __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(pairs));
+    v = odd != 0 ? (is_signed ? _mm256_srai_epi16(v, 8) : _mm256_srli_epi16(v, 8))
+                 : (is_signed ? _mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8) : _mm256_and_si256(v, _mm256_set1_epi16(0xff)));
+    return _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(v));
+}
+
+TACHYON_BF16 inline __m512 bytes16(const void* p, bool is_signed) {
+    const __m128i v = _mm_load_si128(static_cast<const __m128i*>(p));
+    return _mm512_cvtepi32_ps(is_signed ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v));
+}
+
+// q4_K, q5_K and iq4_xs: chunk c is sub-block c; x * d * scale - dmin * min
+// (iq4_xs: its levels + 128, the min 128 x its scale).
+template <class P>
+TACHYON_BF16 void block_bf16(const P& blk, uint16_t* out) {
+    constexpr bool is_iq4 = std::is_same_v<P, iq4_xs_packed16>;
+    const __m512 d = halves16(blk.d);
+    __m512 dmin;
+    if constexpr (is_iq4) dmin = _mm512_mul_ps(d, _mm512_set1_ps(128.0f));
+    else dmin = halves16(blk.dmin);
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {
+        __m512i q[8];
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) q[k] = values512(blk, c, k);
+        const __m512 s = _mm512_mul_ps(d, bytes16(blk.scales[c], is_iq4));
+        const __m512 m = _mm512_mul_ps(dmin, pair_bytes16(blk.mins[c / 2], c % 2, is_iq4));
+        chunk_bf16(q, s, m, s, m, out + c * 512);
+    }
+}
+
+// q6_K: chunk c is sub-blocks 2c (values 0..15) and 2c + 1; x * d * scale - 32 * d * scale.
+template <>
+TACHYON_BF16 void block_bf16(const q6_k_packed16& blk, uint16_t* out) {
+    const __m512 d = halves16(blk.d);
+    const __m512 thirty_two = _mm512_set1_ps(32.0f);
+#pragma GCC unroll 8
+    for (int c = 0; c < 8; ++c) {
+        __m512i q[8];
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) q[k] = q6_values512(blk, 2 * c + k / 4, k % 4);
+        const __m512 s0 = _mm512_mul_ps(d, bytes16(blk.scales[2 * c], true));
+        const __m512 s1 = _mm512_mul_ps(d, bytes16(blk.scales[2 * c + 1], true));
+        chunk_bf16(q, s0, _mm512_mul_ps(s0, thirty_two), s1, _mm512_mul_ps(s1, thirty_two), out + c * 512);
+    }
+}
+
+template <class P>
+TACHYON_BF16 void group_bf16(const std::byte* panels, int64_t n_cols, int64_t group, uint16_t* out) {
+    const int64_t nb = n_cols / qk_k;
+    const auto* blocks = reinterpret_cast<const P*>(panels) + group * nb;
+    for (int64_t b = 0; b < nb; ++b) block_bf16(blocks[b], out + b * 8 * 512);
+}
+
+}  // namespace
+
+void packed_group_bf16(tensor_type weight, const std::byte* panels, int64_t n_cols, int64_t group, uint16_t* out) {
+    switch (weight) {
+        case tensor_type::q4_k: return group_bf16<q4_k_packed16>(panels, n_cols, group, out);
+        case tensor_type::q5_k: return group_bf16<q5_k_packed16>(panels, n_cols, group, out);
+        case tensor_type::q6_k: return group_bf16<q6_k_packed16>(panels, n_cols, group, out);
+        case tensor_type::iq4_xs: return group_bf16<iq4_xs_packed16>(panels, n_cols, group, out);
+        default: TACHYON_ASSERT(false, "packed_group_bf16: not a packed type");
+    }
+}
+
+}  // namespace tachyon::detail
