@@ -465,17 +465,19 @@ bool on_amx_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
 // a pass
 // (Zen 4, one thread, 8960 x 1536, us packed / in place: q4_K 16 tokens
 // 2131 / 2482, 32 4335 / 4359, 64 9013 / 8302, 256 36618 / 30058; q6_K 1
-// token 553 / 617, 8 1869 / 2126, 16 3685 / 3542). q5_K and iq4_xs have no
-// such tiles: their packed kernels win at every size (Sapphire Rapids at
-// TACHYON_KERNELS=avx2, same shape, packed / in place: q5_K 16 tokens 3540
-// / 5315, 64 12604 / 23033, 256 61830 / 85011; iq4_xs 4365 / 5203, 16434 /
-// 22807, 80751 / 85350).
+// token 553 / 617, 8 1869 / 2126, 16 3685 / 3542); q5_K from 12 (Sapphire
+// Rapids at TACHYON_KERNELS=avx2, same shape, packed / tile: 8 tokens 1838
+// / 2145, 12 about 2700 / 2514). iq4_xs has no such tile: its packed
+// kernels win at every size (packed / in place: 16 tokens 4365 / 5203, 64
+// 16434 / 22807, 256 80751 / 85350).
 constexpr int64_t avx2_q4_k_min_tokens_tiles = 32;
+constexpr int64_t avx2_q5_k_min_tokens_tiles = 12;
 constexpr int64_t avx2_q6_k_min_tokens_tiles = 16;
 
 bool on_avx2_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
     if (isa != kernel_isa::avx2) return false;
     if (weight == tensor_type::q4_k) return n_tokens >= avx2_q4_k_min_tokens_tiles;
+    if (weight == tensor_type::q5_k) return n_tokens >= avx2_q5_k_min_tokens_tiles;
     if (weight == tensor_type::q6_k) return n_tokens >= avx2_q6_k_min_tokens_tiles;
     return false;
 }

@@ -366,8 +366,9 @@ inline uint32_t load_u32(const void* p) {
 }
 
 // Tokens t.. t + NT - 1 against the 8 rows laid out at w; lanes outside
-// `keep` are not stored.
-template <int NT>
+// `keep` are not stored. KS maddubs a token's int16 sum: 8 for q4_K (16
+// products of at most 15 * 127), 4 for q5_K's values up to 31.
+template <int NT, int KS = 8>
 TACHYON_AVX2 void q4_k_tokens8(const gemm_args& a, const q4_k_rows* w, int64_t nb, int64_t r, int64_t t, __m256i keep) {
     const block_q8_k* x[NT];
     for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
@@ -386,16 +387,17 @@ TACHYON_AVX2 void q4_k_tokens8(const gemm_args& a, const q4_k_rows* w, int64_t n
 #pragma GCC unroll 16
                 for (int j = 0; j < NT; ++j) {
                     const __m256i p = _mm256_maddubs_epi16(q, _mm256_set1_epi32(static_cast<int>(load_u32(x[j][b].qs + 32 * sb + 4 * k))));
-                    s16[j] = k == 0 ? p : _mm256_add_epi16(s16[j], p);
+                    s16[j] = k % KS == 0 ? p : _mm256_add_epi16(s16[j], p);
                     // keeps the sums a chain (a tree holds every product live and spills)
                     __asm__("" : "+x"(s16[j]));
                 }
-            }
-            const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk.scales[sb]));
+                if ((k + 1) % KS != 0) continue;
+                const __m256i sc = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk.scales[sb]));
 #pragma GCC unroll 16
-            for (int j = 0; j < NT; ++j) {
-                const __m256i v = _mm256_madd_epi16(s16[j], sc);
-                sumi[j] = sb == 0 ? v : _mm256_add_epi32(sumi[j], v);
+                for (int j = 0; j < NT; ++j) {
+                    const __m256i v = _mm256_madd_epi16(s16[j], sc);
+                    sumi[j] = sb == 0 && k + 1 == KS ? v : _mm256_add_epi32(sumi[j], v);
+                }
             }
         }
         const __m256 dw = _mm256_load_ps(blk.d), mw = _mm256_load_ps(blk.dmin);
@@ -440,6 +442,20 @@ struct q4_k_layout {
     template <int NT>
     TACHYON_AVX2 static void tokens(const gemm_args& a, const rows* w, int64_t nb, int64_t r, int64_t t, __m256i keep) {
         q4_k_tokens8<NT>(a, w, nb, r, t, keep);
+    }
+};
+
+// q5_K on q4_K's layout, its int16 sums of 4 maddubs each (Sapphire Rapids
+// at TACHYON_KERNELS=avx2, one thread, 8960 x 1536 from the panels, us
+// against the packed kernels: 16 tokens 3033 / 3540, 64 8919 / 12604, 256
+// 36376 / 61830; the threshold is kernels.cpp's avx2_q5_k_min_tokens_tiles).
+struct q5_k_layout {
+    using rows = q4_k_rows;
+    static constexpr int64_t min_tokens = 4;
+    TACHYON_AVX2 static void lay_out(const gemm_args& a, int64_t r, int n, int64_t nb, rows* out) { lay_out_q5_k_rows8(a, r, n, nb, out); }
+    template <int NT>
+    TACHYON_AVX2 static void tokens(const gemm_args& a, const rows* w, int64_t nb, int64_t r, int64_t t, __m256i keep) {
+        q4_k_tokens8<NT, 4>(a, w, nb, r, t, keep);
     }
 };
 
@@ -587,6 +603,7 @@ TACHYON_AVX2 void lay_out_q4_k_rows8(const gemm_args& a, int64_t r, int n, int64
     lay_out_q45_k_rows8<false>(a, r, n, nb, out);
 }
 TACHYON_AVX2 void lay_out_q5_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out) {
+    if (a.panels != nullptr) return lay_out_q5_k_rows8_packed(a, r, nb, out);
     lay_out_q45_k_rows8<true>(a, r, n, nb, out);
 }
 
@@ -677,7 +694,7 @@ const type_kernels* avx2_kquant_kernels(tensor_type weight, quantize_fn quantize
     using q2_k_tile = k_tile<q2_k_sums>;
     using iq4_xs_tile = k_tile<iq4_xs_sums>;
     static const type_kernels q4_k{gemm_k_by_tokens<q4_k_tile, q4_k_layout>, dot<q4_k_tile>, quantize_q8_k};
-    static const type_kernels q5_k{gemm<q5_k_tile>, dot<q5_k_tile>, quantize_q8_k};
+    static const type_kernels q5_k{gemm_k_by_tokens<q5_k_tile, q5_k_layout>, dot<q5_k_tile>, quantize_q8_k};
     static const type_kernels q6_k{gemm_k_by_tokens<q6_k_tile, q6_k_layout>, dot<q6_k_tile>, quantize_q8_k};
     static const type_kernels q3_k{gemm<q3_k_tile>, dot<q3_k_tile>, quantize_q8_k};
     static const type_kernels q2_k{gemm<q2_k_tile>, dot<q2_k_tile>, quantize_q8_k};

@@ -631,12 +631,15 @@ void gemm_packed256(const gemm_args& a, int64_t r0, int64_t r1) {
     });
 }
 
+namespace {
+
 // The 8-row layouts of the AVX2 prompt tiles, from the panels (kernels_k_rows.h).
-TACHYON_AVX2 void lay_out_q4_k_rows8_packed(const gemm_args& a, int64_t r, int64_t nb, q4_k_rows* out) {
-    const auto* w = reinterpret_cast<const q4_k_packed16*>(a.panels) + r / 16 * nb;
+template <class P>
+TACHYON_AVX2 void lay_out_q45_k_rows8_packed(const gemm_args& a, int64_t r, int64_t nb, q4_k_rows* out) {
+    const auto* w = reinterpret_cast<const P*>(a.panels) + r / 16 * nb;
     const int h = static_cast<int>(r / 8 % 2);
     for (int64_t b = 0; b < nb; ++b) {
-        const q4_k_packed16& blk = w[b];
+        const P& blk = w[b];
         q4_k_rows& o = out[b];
         for (int sb = 0; sb < 8; ++sb) {
             for (int k = 0; k < 8; ++k) _mm256_store_si256(reinterpret_cast<__m256i*>(o.quants[8 * sb + k]), values256(blk, sb, k, h));
@@ -649,6 +652,16 @@ TACHYON_AVX2 void lay_out_q4_k_rows8_packed(const gemm_args& a, int64_t r, int64
         _mm256_store_ps(o.d, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.d[8 * h]))));
         _mm256_store_ps(o.dmin, _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.dmin[8 * h]))));
     }
+}
+
+}  // namespace
+
+void lay_out_q4_k_rows8_packed(const gemm_args& a, int64_t r, int64_t nb, q4_k_rows* out) {
+    lay_out_q45_k_rows8_packed<q4_k_packed16>(a, r, nb, out);
+}
+
+void lay_out_q5_k_rows8_packed(const gemm_args& a, int64_t r, int64_t nb, q4_k_rows* out) {
+    lay_out_q45_k_rows8_packed<q5_k_packed16>(a, r, nb, out);
 }
 
 TACHYON_AVX2 void lay_out_q6_k_rows8_packed(const gemm_args& a, int64_t r, int64_t nb, q6_k_rows* out) {

@@ -39,9 +39,10 @@ __attribute__((target("avx2,fma,f16c"))) void lay_out_q6_k_rows8(const gemm_args
 // The same two layouts from the weights packed at load (a.panels: rows r..
 // r + 7 are half (r / 8) % 2 of group r / 16, padded with zero rows; r a
 // multiple of 8): each register of them is one load, with no transposition
-// (kernels_k_packed.cpp). lay_out_q4_k_rows8 and lay_out_q6_k_rows8 take
-// them where a.panels is set.
+// (kernels_k_packed.cpp). lay_out_q4_k_rows8, lay_out_q5_k_rows8 and
+// lay_out_q6_k_rows8 take them where a.panels is set.
 void lay_out_q4_k_rows8_packed(const gemm_args& a, int64_t r, int64_t nb, q4_k_rows* out);
+void lay_out_q5_k_rows8_packed(const gemm_args& a, int64_t r, int64_t nb, q4_k_rows* out);
 void lay_out_q6_k_rows8_packed(const gemm_args& a, int64_t r, int64_t nb, q6_k_rows* out);
 
 }  // namespace tachyon::detail

@@ -64,6 +64,25 @@ TACHYON_BF16 inline __m512 rows4(__m512 v, int q) {
     return _mm512_permutexvar_ps(idx, v);
 }
 
+// Rows 8H..8H + 7 of a chunk (H a template argument: the 128-bit lane
+// picks are immediates).
+template <int H>
+TACHYON_BF16 inline void chunk_half_bf16(const __m512i (&q)[8], const __m512 (&sq)[2][4], const __m512 (&mq)[2][4], uint16_t* out) {
+    __m512i v[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+        const int e = k / 4;
+        const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(q[k], 2 * H)));
+        const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(q[k], 2 * H + 1)));
+        // word i: row 8H + i's 4 values
+        v[k] = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(_mm512_fmsub_ps(hi, sq[e][2 * H + 1], mq[e][2 * H + 1]),
+                                                             _mm512_fmsub_ps(lo, sq[e][2 * H], mq[e][2 * H])));
+    }
+    transpose8x8_epi64(v);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) _mm512_storeu_si512(out + 32 * (8 * H + i), v[i]);
+}
+
 // One chunk of 32 columns of 16 rows: q[k] the registers of values 4k..4k+3
 // (unsigned bytes, row i in dword i), each row's value x as bf16 of
 // x * s - m, s and m per row (s0 / m0 for k < 4, s1 / m1 from 4). Tile row
@@ -77,22 +96,8 @@ TACHYON_BF16 void chunk_bf16(const __m512i (&q)[8], __m512 s0, __m512 m0, __m512
         sq[1][j] = rows4(s1, j);
         mq[1][j] = rows4(m1, j);
     }
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {  // rows 8h..8h+7
-        __m512i v[8];
-#pragma GCC unroll 8
-        for (int k = 0; k < 8; ++k) {
-            const int e = k / 4;
-            const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(q[k], 2 * h)));
-            const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(q[k], 2 * h + 1)));
-            // word i: row 8h + i's 4 values
-            v[k] = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(_mm512_fmsub_ps(hi, sq[e][2 * h + 1], mq[e][2 * h + 1]),
-                                                                 _mm512_fmsub_ps(lo, sq[e][2 * h], mq[e][2 * h])));
-        }
-        transpose8x8_epi64(v);
-#pragma GCC unroll 8
-        for (int i = 0; i < 8; ++i) _mm512_storeu_si512(out + 32 * (8 * h + i), v[i]);
-    }
+    chunk_half_bf16<0>(q, sq, mq, out);
+    chunk_half_bf16<1>(q, sq, mq, out);
 }
 
 TACHYON_BF16 inline __m512 halves16(const uint16_t* h) { return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h))); }
