@@ -528,24 +528,17 @@ void allocate_panels(weight_panels& p, size_t bytes) {
 weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols) {
     weight_panels p;
     if (!panels_pay(weight, n_rows, n_cols)) return p;
-    if (weight == tensor_type::q4_k) {
-        allocate_panels(p, detail::q4_k_packed_bytes(n_rows, n_cols));
-        detail::pack_q4_k(w, n_rows, n_cols, p.storage.get());
-        return p;
-    }
-    if (weight == tensor_type::q5_k) {
-        allocate_panels(p, detail::q5_k_packed_bytes(n_rows, n_cols));
-        detail::pack_q5_k(w, n_rows, n_cols, p.storage.get());
-        return p;
-    }
-    if (weight == tensor_type::q6_k) {
-        allocate_panels(p, detail::q6_k_packed_bytes(n_rows, n_cols));
-        detail::pack_q6_k(w, n_rows, n_cols, p.storage.get());
-        return p;
-    }
-    if (weight == tensor_type::iq4_xs) {
-        allocate_panels(p, detail::iq4_xs_packed_bytes(n_rows, n_cols));
-        detail::pack_iq4_xs(w, n_rows, n_cols, p.storage.get());
+    if (packs_quantized(weight)) {
+        const auto pack = [&](size_t (*bytes)(int64_t, int64_t), void (*lay_out)(const void*, int64_t, int64_t, std::byte*)) {
+            allocate_panels(p, bytes(n_rows, n_cols));
+            lay_out(w, n_rows, n_cols, p.storage.get());
+        };
+        switch (weight) {
+            case tensor_type::q4_k: pack(detail::q4_k_packed_bytes, detail::pack_q4_k); break;
+            case tensor_type::q5_k: pack(detail::q5_k_packed_bytes, detail::pack_q5_k); break;
+            case tensor_type::q6_k: pack(detail::q6_k_packed_bytes, detail::pack_q6_k); break;
+            default: pack(detail::iq4_xs_packed_bytes, detail::pack_iq4_xs); break;
+        }
         return p;
     }
     const size_t elem = weight == tensor_type::f32 ? 4 : 2;

@@ -434,30 +434,26 @@ TACHYON_AVX2 void k_rows8_tail(const gemm_args& a, const typename Q::rows* w, in
 
 // From 4 tokens: at 3 k_tile was ahead (interleaved runs of the command
 // above q4_k_rows, us: 3 tokens 274-317 against 239-264, 4 303-345 /
-// 326-330, 5 354-362 / 435-438).
-struct q4_k_layout {
+// 326-330, 5 354-362 / 435-438). q5_K on the same layout, its int16 sums
+// of 4 maddubs each (Sapphire Rapids at TACHYON_KERNELS=avx2, one thread,
+// 8960 x 1536 from the panels, us against the packed kernels: 16 tokens
+// 3033 / 3540, 64 8919 / 12604, 256 36376 / 61830; the threshold is
+// kernels.cpp's avx2_q5_k_min_tokens_tiles).
+template <bool FiveBits>
+struct q45_k_layout {
     using rows = q4_k_rows;
     static constexpr int64_t min_tokens = 4;
-    TACHYON_AVX2 static void lay_out(const gemm_args& a, int64_t r, int n, int64_t nb, rows* out) { lay_out_q4_k_rows8(a, r, n, nb, out); }
+    TACHYON_AVX2 static void lay_out(const gemm_args& a, int64_t r, int n, int64_t nb, rows* out) {
+        if constexpr (FiveBits) lay_out_q5_k_rows8(a, r, n, nb, out);
+        else lay_out_q4_k_rows8(a, r, n, nb, out);
+    }
     template <int NT>
     TACHYON_AVX2 static void tokens(const gemm_args& a, const rows* w, int64_t nb, int64_t r, int64_t t, __m256i keep) {
-        q4_k_tokens8<NT>(a, w, nb, r, t, keep);
+        q4_k_tokens8<NT, FiveBits ? 4 : 8>(a, w, nb, r, t, keep);
     }
 };
-
-// q5_K on q4_K's layout, its int16 sums of 4 maddubs each (Sapphire Rapids
-// at TACHYON_KERNELS=avx2, one thread, 8960 x 1536 from the panels, us
-// against the packed kernels: 16 tokens 3033 / 3540, 64 8919 / 12604, 256
-// 36376 / 61830; the threshold is kernels.cpp's avx2_q5_k_min_tokens_tiles).
-struct q5_k_layout {
-    using rows = q4_k_rows;
-    static constexpr int64_t min_tokens = 4;
-    TACHYON_AVX2 static void lay_out(const gemm_args& a, int64_t r, int n, int64_t nb, rows* out) { lay_out_q5_k_rows8(a, r, n, nb, out); }
-    template <int NT>
-    TACHYON_AVX2 static void tokens(const gemm_args& a, const rows* w, int64_t nb, int64_t r, int64_t t, __m256i keep) {
-        q4_k_tokens8<NT, 4>(a, w, nb, r, t, keep);
-    }
-};
+using q4_k_layout = q45_k_layout<false>;
+using q5_k_layout = q45_k_layout<true>;
 
 // ---- q6_K batches: the same 8 rows in the vector lanes ------------------------
 //

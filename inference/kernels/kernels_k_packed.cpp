@@ -38,149 +38,118 @@
 
 namespace tachyon::detail {
 
-size_t q4_k_packed_bytes(int64_t n_rows, int64_t n_cols) {
-    return static_cast<size_t>((n_rows + 15) / 16 * (n_cols / qk_k)) * sizeof(q4_k_packed16);
+namespace {
+
+// Every group of 16 rows block by block: pack_row(p, i, block) writes row
+// i of packed block p from the row's block; rows past n_rows stay zero
+// (zero weights, their sums never stored).
+template <class P, class B, class PackRow>
+void pack_groups(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out, const PackRow& pack_row) {
+    const int64_t nb = n_cols / qk_k, n_groups = (n_rows + 15) / 16;
+    const auto* blocks = static_cast<const B*>(w);
+    auto* packed = reinterpret_cast<P*>(out);
+    for (int64_t g = 0; g < n_groups; ++g) {
+        for (int64_t b = 0; b < nb; ++b) {
+            P& p = packed[g * nb + b];
+            std::memset(&p, 0, sizeof p);
+            for (int i = 0; i < 16 && g * 16 + i < n_rows; ++i) pack_row(p, i, blocks[(g * 16 + i) * nb + b]);
+        }
+    }
 }
+
+template <class P>
+size_t packed_bytes(int64_t n_rows, int64_t n_cols) {
+    return static_cast<size_t>((n_rows + 15) / 16 * (n_cols / qk_k)) * sizeof(P);
+}
+
+// q4_K and q5_K: the nibbles (and fifth bits) as they are, scales and mins as bytes.
+template <class P, class B>
+void pack_q45_k_row(P& p, int i, const B& blk) {
+    for (int c = 0; c < 4; ++c)
+        for (int k = 0; k < 8; ++k) std::memcpy(&p.qs[c][k][i], blk.qs + 32 * c + 4 * k, 4);
+    if constexpr (std::is_same_v<B, block_q5_k>)
+        for (int k = 0; k < 8; ++k) std::memcpy(&p.qh[k][i], blk.qh + 4 * k, 4);
+    uint8_t sm[16];
+    q4_k_unpack_scales(blk.scales, sm);
+    for (int s = 0; s < 8; ++s) p.scales[s][i] = sm[s];
+    for (int q = 0; q < 4; ++q) {
+        p.mins[q][i][0] = sm[8 + 2 * q];
+        p.mins[q][i][1] = sm[9 + 2 * q];
+    }
+    p.d[i] = blk.d;
+    p.dmin[i] = blk.dmin;
+}
+
+void pack_iq4_xs_row(iq4_xs_packed16& p, int i, const block_iq4_xs& blk) {
+    uint8_t e[qk_k];  // the row's indices in element order
+    for (int s = 0; s < 8; ++s)
+        for (int l = 0; l < 16; ++l) {
+            e[32 * s + l] = blk.qs[16 * s + l] & 0x0f;
+            e[32 * s + 16 + l] = blk.qs[16 * s + l] >> 4;
+        }
+    for (int c = 0; c < 4; ++c)
+        for (int k = 0; k < 8; ++k) {
+            auto* q = reinterpret_cast<uint8_t*>(&p.qs[c][k][i]);
+            for (int m = 0; m < 4; ++m) q[m] = static_cast<uint8_t>(e[64 * c + 4 * k + m] | e[64 * c + 32 + 4 * k + m] << 4);
+        }
+    for (int s = 0; s < 8; ++s) p.scales[s][i] = static_cast<int8_t>(iq4_xs_scale(blk, s) - 32);
+    for (int q = 0; q < 4; ++q) {
+        p.mins[q][i][0] = p.scales[2 * q][i];
+        p.mins[q][i][1] = p.scales[2 * q + 1][i];
+    }
+    p.d[i] = blk.d;
+}
+
+void pack_q6_k_row(q6_k_packed16& p, int i, const block_q6_k& blk) {
+    uint8_t q[qk_k];  // the row's values in element order
+    for (int half = 0; half < 2; ++half) {
+        const uint8_t* ql = blk.ql + 64 * half;
+        const uint8_t* qh = blk.qh + 32 * half;
+        uint8_t* v = q + 128 * half;
+        for (int l = 0; l < 32; ++l) {
+            v[l] = static_cast<uint8_t>((ql[l] & 0x0f) | ((qh[l] & 3) << 4));
+            v[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4));
+            v[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+            v[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+        }
+    }
+    for (int c = 0; c < 4; ++c) {
+        const uint8_t* e = q + 64 * c;
+        for (int k = 0; k < 8; ++k) {
+            auto* lo = reinterpret_cast<uint8_t*>(&p.lo[c][k][i]);
+            for (int m = 0; m < 4; ++m) lo[m] = static_cast<uint8_t>((e[4 * k + m] & 0x0f) | (e[32 + 4 * k + m] & 0x0f) << 4);
+        }
+        for (int k = 0; k < 4; ++k) {
+            auto* hi = reinterpret_cast<uint8_t*>(&p.hi[c][k][i]);
+            for (int m = 0; m < 4; ++m) {
+                int v = 0;
+                for (int f = 0; f < 4; ++f) v |= (e[16 * f + 4 * k + m] >> 4) << (2 * f);
+                hi[m] = static_cast<uint8_t>(v);
+            }
+        }
+    }
+    for (int sb = 0; sb < 16; ++sb) p.scales[sb][i] = blk.scales[sb];
+    p.d[i] = blk.d;
+}
+
+}  // namespace
+
+size_t q4_k_packed_bytes(int64_t n_rows, int64_t n_cols) { return packed_bytes<q4_k_packed16>(n_rows, n_cols); }
+size_t q5_k_packed_bytes(int64_t n_rows, int64_t n_cols) { return packed_bytes<q5_k_packed16>(n_rows, n_cols); }
+size_t q6_k_packed_bytes(int64_t n_rows, int64_t n_cols) { return packed_bytes<q6_k_packed16>(n_rows, n_cols); }
+size_t iq4_xs_packed_bytes(int64_t n_rows, int64_t n_cols) { return packed_bytes<iq4_xs_packed16>(n_rows, n_cols); }
 
 void pack_q4_k(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
-    const int64_t nb = n_cols / qk_k, n_groups = (n_rows + 15) / 16;
-    const auto* blocks = static_cast<const block_q4_k*>(w);
-    auto* packed = reinterpret_cast<q4_k_packed16*>(out);
-    for (int64_t g = 0; g < n_groups; ++g) {
-        for (int64_t b = 0; b < nb; ++b) {
-            q4_k_packed16& p = packed[g * nb + b];
-            std::memset(&p, 0, sizeof p);  // rows past n_rows: zero weights, sums never stored
-            for (int i = 0; i < 16 && g * 16 + i < n_rows; ++i) {
-                const block_q4_k& blk = blocks[(g * 16 + i) * nb + b];
-                for (int c = 0; c < 4; ++c)
-                    for (int k = 0; k < 8; ++k) std::memcpy(&p.qs[c][k][i], blk.qs + 32 * c + 4 * k, 4);
-                uint8_t sm[16];
-                q4_k_unpack_scales(blk.scales, sm);
-                for (int s = 0; s < 8; ++s) p.scales[s][i] = sm[s];
-                for (int q = 0; q < 4; ++q) {
-                    p.mins[q][i][0] = sm[8 + 2 * q];
-                    p.mins[q][i][1] = sm[9 + 2 * q];
-                }
-                p.d[i] = blk.d;
-                p.dmin[i] = blk.dmin;
-            }
-        }
-    }
+    pack_groups<q4_k_packed16, block_q4_k>(w, n_rows, n_cols, out, pack_q45_k_row<q4_k_packed16, block_q4_k>);
 }
-
-size_t q5_k_packed_bytes(int64_t n_rows, int64_t n_cols) {
-    return static_cast<size_t>((n_rows + 15) / 16 * (n_cols / qk_k)) * sizeof(q5_k_packed16);
-}
-
-size_t iq4_xs_packed_bytes(int64_t n_rows, int64_t n_cols) {
-    return static_cast<size_t>((n_rows + 15) / 16 * (n_cols / qk_k)) * sizeof(iq4_xs_packed16);
-}
-
 void pack_q5_k(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
-    const int64_t nb = n_cols / qk_k, n_groups = (n_rows + 15) / 16;
-    const auto* blocks = static_cast<const block_q5_k*>(w);
-    auto* packed = reinterpret_cast<q5_k_packed16*>(out);
-    for (int64_t g = 0; g < n_groups; ++g) {
-        for (int64_t b = 0; b < nb; ++b) {
-            q5_k_packed16& p = packed[g * nb + b];
-            std::memset(&p, 0, sizeof p);  // rows past n_rows: zero weights, sums never stored
-            for (int i = 0; i < 16 && g * 16 + i < n_rows; ++i) {
-                const block_q5_k& blk = blocks[(g * 16 + i) * nb + b];
-                for (int c = 0; c < 4; ++c)
-                    for (int k = 0; k < 8; ++k) std::memcpy(&p.qs[c][k][i], blk.qs + 32 * c + 4 * k, 4);
-                for (int k = 0; k < 8; ++k) std::memcpy(&p.qh[k][i], blk.qh + 4 * k, 4);
-                uint8_t sm[16];
-                q4_k_unpack_scales(blk.scales, sm);
-                for (int s = 0; s < 8; ++s) p.scales[s][i] = sm[s];
-                for (int q = 0; q < 4; ++q) {
-                    p.mins[q][i][0] = sm[8 + 2 * q];
-                    p.mins[q][i][1] = sm[9 + 2 * q];
-                }
-                p.d[i] = blk.d;
-                p.dmin[i] = blk.dmin;
-            }
-        }
-    }
+    pack_groups<q5_k_packed16, block_q5_k>(w, n_rows, n_cols, out, pack_q45_k_row<q5_k_packed16, block_q5_k>);
 }
-
-void pack_iq4_xs(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
-    const int64_t nb = n_cols / qk_k, n_groups = (n_rows + 15) / 16;
-    const auto* blocks = static_cast<const block_iq4_xs*>(w);
-    auto* packed = reinterpret_cast<iq4_xs_packed16*>(out);
-    for (int64_t g = 0; g < n_groups; ++g) {
-        for (int64_t b = 0; b < nb; ++b) {
-            iq4_xs_packed16& p = packed[g * nb + b];
-            std::memset(&p, 0, sizeof p);  // rows past n_rows: zero weights, sums never stored
-            for (int i = 0; i < 16 && g * 16 + i < n_rows; ++i) {
-                const block_iq4_xs& blk = blocks[(g * 16 + i) * nb + b];
-                uint8_t e[qk_k];  // the row's indices in element order
-                for (int s = 0; s < 8; ++s)
-                    for (int l = 0; l < 16; ++l) {
-                        e[32 * s + l] = blk.qs[16 * s + l] & 0x0f;
-                        e[32 * s + 16 + l] = blk.qs[16 * s + l] >> 4;
-                    }
-                for (int c = 0; c < 4; ++c)
-                    for (int k = 0; k < 8; ++k) {
-                        auto* q = reinterpret_cast<uint8_t*>(&p.qs[c][k][i]);
-                        for (int m = 0; m < 4; ++m) q[m] = static_cast<uint8_t>(e[64 * c + 4 * k + m] | e[64 * c + 32 + 4 * k + m] << 4);
-                    }
-                for (int s = 0; s < 8; ++s) p.scales[s][i] = static_cast<int8_t>(iq4_xs_scale(blk, s) - 32);
-                for (int q = 0; q < 4; ++q) {
-                    p.mins[q][i][0] = p.scales[2 * q][i];
-                    p.mins[q][i][1] = p.scales[2 * q + 1][i];
-                }
-                p.d[i] = blk.d;
-            }
-        }
-    }
-}
-
-size_t q6_k_packed_bytes(int64_t n_rows, int64_t n_cols) {
-    return static_cast<size_t>((n_rows + 15) / 16 * (n_cols / qk_k)) * sizeof(q6_k_packed16);
-}
-
 void pack_q6_k(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
-    const int64_t nb = n_cols / qk_k, n_groups = (n_rows + 15) / 16;
-    const auto* blocks = static_cast<const block_q6_k*>(w);
-    auto* packed = reinterpret_cast<q6_k_packed16*>(out);
-    for (int64_t g = 0; g < n_groups; ++g) {
-        for (int64_t b = 0; b < nb; ++b) {
-            q6_k_packed16& p = packed[g * nb + b];
-            std::memset(&p, 0, sizeof p);  // rows past n_rows: zero weights, sums never stored
-            for (int i = 0; i < 16 && g * 16 + i < n_rows; ++i) {
-                const block_q6_k& blk = blocks[(g * 16 + i) * nb + b];
-                uint8_t q[qk_k];  // the row's values in element order
-                for (int half = 0; half < 2; ++half) {
-                    const uint8_t* ql = blk.ql + 64 * half;
-                    const uint8_t* qh = blk.qh + 32 * half;
-                    uint8_t* v = q + 128 * half;
-                    for (int l = 0; l < 32; ++l) {
-                        v[l] = static_cast<uint8_t>((ql[l] & 0x0f) | ((qh[l] & 3) << 4));
-                        v[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4));
-                        v[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
-                        v[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
-                    }
-                }
-                for (int c = 0; c < 4; ++c) {
-                    const uint8_t* e = q + 64 * c;
-                    for (int k = 0; k < 8; ++k) {
-                        auto* lo = reinterpret_cast<uint8_t*>(&p.lo[c][k][i]);
-                        for (int m = 0; m < 4; ++m) lo[m] = static_cast<uint8_t>((e[4 * k + m] & 0x0f) | (e[32 + 4 * k + m] & 0x0f) << 4);
-                    }
-                    for (int k = 0; k < 4; ++k) {
-                        auto* hi = reinterpret_cast<uint8_t*>(&p.hi[c][k][i]);
-                        for (int m = 0; m < 4; ++m) {
-                            int v = 0;
-                            for (int f = 0; f < 4; ++f) v |= (e[16 * f + 4 * k + m] >> 4) << (2 * f);
-                            hi[m] = static_cast<uint8_t>(v);
-                        }
-                    }
-                }
-                for (int sb = 0; sb < 16; ++sb) p.scales[sb][i] = blk.scales[sb];
-                p.d[i] = blk.d;
-            }
-        }
-    }
+    pack_groups<q6_k_packed16, block_q6_k>(w, n_rows, n_cols, out, pack_q6_k_row);
+}
+void pack_iq4_xs(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
+    pack_groups<iq4_xs_packed16, block_iq4_xs>(w, n_rows, n_cols, out, pack_iq4_xs_row);
 }
 
 namespace {
@@ -322,65 +291,88 @@ TACHYON_AVX2 inline __m256i values256(const q5_k_packed16& blk, int sb, int k, i
     return _mm256_or_si256(_mm256_and_si256(l, _mm256_set1_epi8(0x0f)), _mm256_and_si256(hs, _mm256_set1_epi8(0x10)));
 }
 
-// Half h (rows 8h..8h+7) of group w. Per sub-block and token 8 maddubs
-// summed in int16 (16 products of at most 15 * 127 per lane, within
-// int16) and one madd by the rows' scales (both int16 halves of a lane);
-// q5_K's values reach 31, so its int16 sums take 4 maddubs each, 2 madds.
-template <int NT, class P>
-__attribute__((noinline)) TACHYON_AVX2 void tokens256(const gemm_args& a, const P* w, int64_t nb, int h, int64_t r, int64_t t, __m256i keep) {
+// Halves h0.. h0 + NH - 1 (rows 8h..8h+7 each) of group w. Per sub-block
+// and token 8 maddubs summed in int16 (16 products of at most 15 * 127 per
+// lane, within int16) and one madd by the rows' scales (both int16 halves
+// of a lane); q5_K's values reach 31, so its int16 sums take 4 maddubs
+// each, 2 madds. Decode and 2-token passes take both halves at once
+// (NH = 2): each block's scales, mins and activations are read once for 16
+// rows, and the block streams in once, not once per half (Sapphire Rapids
+// at TACHYON_KERNELS=avx2, one thread, 2816 x 1024 in L2, us per matmul,
+// both halves / one: q4_K 1 token 54.2 / 72.9, 2 tokens 71.7 / 87.9; q5_K
+// 88.3 / 98.7; q6_K 88.4 / 103.9, 117.0 / 134.2).
+template <int NT, int NH, class P>
+__attribute__((noinline)) TACHYON_AVX2 void tokens256(const gemm_args& a, const P* w, int64_t nb, int h0, int64_t r, int64_t t, __m256i keep0,
+                                                       __m256i keep1) {
     constexpr int k_per_sum = std::is_same_v<P, q5_k_packed16> ? 4 : 8;
     const block_q8_k* x[NT];
     for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
-    __m256 acc[NT];
+    __m256 acc[NH][NT];
 #pragma GCC unroll 4
-    for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
+    for (int i = 0; i < NH * NT; ++i) acc[i / NT][i % NT] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         const P& blk = w[b];
         const char* ahead = reinterpret_cast<const char*>(&blk) + prefetch_bytes<P>;
-        __m256i sumi[NT];
+        __m256i sumi[NH][NT];
 #pragma GCC unroll 8
         for (int sb = 0; sb < 8; ++sb) {
             prefetch_sub_block<P>(ahead, sb);
-            __m256i s16[NT];
+            __m256i s16[NH][NT];
 #pragma GCC unroll 8
             for (int k = 0; k < 8; ++k) {
-                const __m256i q = values256(blk, sb, k, h);
+                __m256i xb[NT];
 #pragma GCC unroll 4
-                for (int j = 0; j < NT; ++j) {
-                    const __m256i p = _mm256_maddubs_epi16(q, _mm256_set1_epi32(load_i32(x[j][b].qs + 32 * sb + 4 * k)));
-                    s16[j] = k % k_per_sum == 0 ? p : _mm256_add_epi16(s16[j], p);
-                    // keeps the sums a chain (a tree holds every product live and spills)
-                    __asm__("" : "+x"(s16[j]));
+                for (int j = 0; j < NT; ++j) xb[j] = _mm256_set1_epi32(load_i32(x[j][b].qs + 32 * sb + 4 * k));
+#pragma GCC unroll 2
+                for (int hh = 0; hh < NH; ++hh) {
+                    const __m256i q = values256(blk, sb, k, h0 + hh);
+#pragma GCC unroll 4
+                    for (int j = 0; j < NT; ++j) {
+                        const __m256i p = _mm256_maddubs_epi16(q, xb[j]);
+                        s16[hh][j] = k % k_per_sum == 0 ? p : _mm256_add_epi16(s16[hh][j], p);
+                        // keeps the sums a chain (a tree holds every product live and spills)
+                        __asm__("" : "+x"(s16[hh][j]));
+                    }
                 }
                 if ((k + 1) % k_per_sum != 0) continue;
-                const __m256i sc8 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&blk.scales[sb][8 * h])));
-                const __m256i sc = _mm256_or_si256(sc8, _mm256_slli_epi32(sc8, 16));
+#pragma GCC unroll 2
+                for (int hh = 0; hh < NH; ++hh) {
+                    const __m256i sc8 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&blk.scales[sb][8 * (h0 + hh)])));
+                    const __m256i sc = _mm256_or_si256(sc8, _mm256_slli_epi32(sc8, 16));
 #pragma GCC unroll 4
-                for (int j = 0; j < NT; ++j) {
-                    const __m256i v = _mm256_madd_epi16(s16[j], sc);
-                    sumi[j] = sb == 0 && k + 1 == k_per_sum ? v : _mm256_add_epi32(sumi[j], v);
+                    for (int j = 0; j < NT; ++j) {
+                        const __m256i v = _mm256_madd_epi16(s16[hh][j], sc);
+                        sumi[hh][j] = sb == 0 && k + 1 == k_per_sum ? v : _mm256_add_epi32(sumi[hh][j], v);
+                    }
                 }
             }
         }
-        const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.d[8 * h])));
-        const __m256 mw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.dmin[8 * h])));
 #pragma GCC unroll 4
         for (int j = 0; j < NT; ++j) {
             int32_t xs[4];
             sub_block_sums(x[j][b], xs);
-            __m256i summ = _mm256_setzero_si256();
-#pragma GCC unroll 4
-            for (int p = 0; p < 4; ++p) {
-                const __m256i m = _mm256_cvtepu8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.mins[p][8 * h][0])));
-                summ = _mm256_add_epi32(summ, _mm256_madd_epi16(m, _mm256_set1_epi32(xs[p])));
-            }
             const __m256 dx = _mm256_set1_ps(x[j][b].d);
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[j]), _mm256_mul_ps(dw, dx), acc[j]);
-            acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(summ), _mm256_mul_ps(mw, dx), acc[j]);
+#pragma GCC unroll 2
+            for (int hh = 0; hh < NH; ++hh) {
+                const int h = h0 + hh;
+                __m256i summ = _mm256_setzero_si256();
+#pragma GCC unroll 4
+                for (int p = 0; p < 4; ++p) {
+                    const __m256i m = _mm256_cvtepu8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.mins[p][8 * h][0])));
+                    summ = _mm256_add_epi32(summ, _mm256_madd_epi16(m, _mm256_set1_epi32(xs[p])));
+                }
+                const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.d[8 * h])));
+                const __m256 mw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.dmin[8 * h])));
+                acc[hh][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sumi[hh][j]), _mm256_mul_ps(dw, dx), acc[hh][j]);
+                acc[hh][j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(summ), _mm256_mul_ps(mw, dx), acc[hh][j]);
+            }
         }
     }
 #pragma GCC unroll 4
-    for (int j = 0; j < NT; ++j) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r + 8 * h, keep, acc[j]);
+    for (int j = 0; j < NT; ++j) {
+        _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r + 8 * h0, keep0, acc[0][j]);
+        if constexpr (NH == 2) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r + 8 * (h0 + 1), keep1, acc[1][j]);
+    }
 }
 
 // iq4_xs at AVX2: maddubs of its levels + 128 against int8 activations
@@ -388,9 +380,10 @@ __attribute__((noinline)) TACHYON_AVX2 void tokens256(const gemm_args& a, const 
 // magnitudes against the token's bytes signed by them (pairs within
 // +-2 * 127 * 127), each maddubs widened at once by a madd with the rows'
 // scale; no mins term.
-template <int NT>
+template <int NT, int NH>
 __attribute__((noinline)) TACHYON_AVX2 void tokens256(const gemm_args& a, const iq4_xs_packed16* w, int64_t nb, int h, int64_t r, int64_t t,
-                                                       __m256i keep) {
+                                                       __m256i keep, __m256i) {
+    static_assert(NH == 1, "iq4_xs takes one half a pass");
     const block_q8_k* x[NT];
     for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
     const __m256i levels = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values)));
@@ -434,7 +427,7 @@ constexpr int nt256 = 4;  // tokens per pass: 4 int16, 4 int32 and 4 float sums 
 template <class P, int NT = nt256 - 1>
 TACHYON_AVX2 void tail256(const gemm_args& a, const P* w, int64_t nb, int h, int64_t r, int64_t t, __m256i keep, int64_t n) {
     if constexpr (NT >= 1) {
-        if (n == NT) return tokens256<NT>(a, w, nb, h, r, t, keep);
+        if (n == NT) return tokens256<NT, 1>(a, w, nb, h, r, t, keep, keep);
         tail256<P, NT - 1>(a, w, nb, h, r, t, keep, n);
     }
 }
@@ -534,62 +527,78 @@ TACHYON_AVX2 inline __m256i q6_scale_pairs256(const q6_k_packed16& blk, int s0, 
 
 // As tokens256 for q6_K: per sub-block and token two maddubs summed in
 // int16 (4 products of at most 63 * 128 per lane) twice, each widened by a
-// madd with the rows' scale in both halves of a lane.
-template <int NT>
-__attribute__((noinline)) TACHYON_AVX2 void q6_tokens256(const gemm_args& a, const q6_k_packed16* w, int64_t nb, int h, int64_t r, int64_t t,
-                                                          __m256i keep) {
+// madd with the rows' scale in both halves of a lane; NH halves a pass.
+template <int NT, int NH>
+__attribute__((noinline)) TACHYON_AVX2 void q6_tokens256(const gemm_args& a, const q6_k_packed16* w, int64_t nb, int h0, int64_t r, int64_t t,
+                                                          __m256i keep0, __m256i keep1) {
     const block_q8_k* x[NT];
     for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
-    __m256 acc[NT];
+    __m256 acc[NH][NT];
 #pragma GCC unroll 4
-    for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
+    for (int i = 0; i < NH * NT; ++i) acc[i / NT][i % NT] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
         const q6_k_packed16& blk = w[b];
         const char* ahead = reinterpret_cast<const char*>(&blk) + q6_prefetch_bytes;
-        __m256i sumi[NT];
+        __m256i sumi[NH][NT];
 #pragma GCC unroll 4
-        for (int j = 0; j < NT; ++j) sumi[j] = _mm256_setzero_si256();
+        for (int i = 0; i < NH * NT; ++i) sumi[i / NT][i % NT] = _mm256_setzero_si256();
 #pragma GCC unroll 16
         for (int sb = 0; sb < 16; ++sb) {
             q6_prefetch(ahead, sb);
-            const __m256i sc = q6_scale_pairs256(blk, sb, sb, h);
 #pragma GCC unroll 2
             for (int e = 0; e < 2; ++e) {
-                const __m256i q0 = q6_values256(blk, sb, 2 * e, h), q1 = q6_values256(blk, sb, 2 * e + 1, h);
+                __m256i x0[NT], x1[NT];
 #pragma GCC unroll 4
                 for (int j = 0; j < NT; ++j) {
                     const int8_t* xq = x[j][b].qs + 16 * sb + 8 * e;
-                    const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(q0, _mm256_set1_epi32(load_i32(xq))),
-                                                         _mm256_maddubs_epi16(q1, _mm256_set1_epi32(load_i32(xq + 4))));
-                    sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(s16, sc));
+                    x0[j] = _mm256_set1_epi32(load_i32(xq));
+                    x1[j] = _mm256_set1_epi32(load_i32(xq + 4));
+                }
+#pragma GCC unroll 2
+                for (int hh = 0; hh < NH; ++hh) {
+                    const int h = h0 + hh;
+                    const __m256i sc = q6_scale_pairs256(blk, sb, sb, h);
+                    const __m256i q0 = q6_values256(blk, sb, 2 * e, h), q1 = q6_values256(blk, sb, 2 * e + 1, h);
+#pragma GCC unroll 4
+                    for (int j = 0; j < NT; ++j) {
+                        const __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(q0, x0[j]), _mm256_maddubs_epi16(q1, x1[j]));
+                        sumi[hh][j] = _mm256_add_epi32(sumi[hh][j], _mm256_madd_epi16(s16, sc));
+                    }
                 }
             }
         }
-        __m256i offs[NT];
+#pragma GCC unroll 2
+        for (int hh = 0; hh < NH; ++hh) {
+            const int h = h0 + hh;
+            __m256i offs[NT];
 #pragma GCC unroll 8
-        for (int p = 0; p < 8; ++p) {
-            const __m256i pair = q6_scale_pairs256(blk, 2 * p, 2 * p + 1, h);
+            for (int p = 0; p < 8; ++p) {
+                const __m256i pair = q6_scale_pairs256(blk, 2 * p, 2 * p + 1, h);
+#pragma GCC unroll 4
+                for (int j = 0; j < NT; ++j) {
+                    const __m256i v = _mm256_madd_epi16(pair, _mm256_set1_epi32(load_i32(x[j][b].bsums + 2 * p)));
+                    offs[j] = p == 0 ? v : _mm256_add_epi32(offs[j], v);
+                }
+            }
+            const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.d[8 * h])));
 #pragma GCC unroll 4
             for (int j = 0; j < NT; ++j) {
-                const __m256i v = _mm256_madd_epi16(pair, _mm256_set1_epi32(load_i32(x[j][b].bsums + 2 * p)));
-                offs[j] = p == 0 ? v : _mm256_add_epi32(offs[j], v);
+                const __m256i tot = _mm256_sub_epi32(sumi[hh][j], _mm256_slli_epi32(offs[j], 5));
+                acc[hh][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(dw, _mm256_set1_ps(x[j][b].d)), acc[hh][j]);
             }
-        }
-        const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(&blk.d[8 * h])));
-#pragma GCC unroll 4
-        for (int j = 0; j < NT; ++j) {
-            const __m256i tot = _mm256_sub_epi32(sumi[j], _mm256_slli_epi32(offs[j], 5));
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(tot), _mm256_mul_ps(dw, _mm256_set1_ps(x[j][b].d)), acc[j]);
         }
     }
 #pragma GCC unroll 4
-    for (int j = 0; j < NT; ++j) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r + 8 * h, keep, acc[j]);
+    for (int j = 0; j < NT; ++j) {
+        _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r + 8 * h0, keep0, acc[0][j]);
+        if constexpr (NH == 2) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r + 8 * (h0 + 1), keep1, acc[1][j]);
+    }
 }
 
 template <int NT = nt256 - 1>
 TACHYON_AVX2 void q6_tail256(const gemm_args& a, const q6_k_packed16* w, int64_t nb, int h, int64_t r, int64_t t, __m256i keep, int64_t n) {
     if constexpr (NT >= 1) {
-        if (n == NT) return q6_tokens256<NT>(a, w, nb, h, r, t, keep);
+        if (n == NT) return q6_tokens256<NT, 1>(a, w, nb, h, r, t, keep, keep);
         q6_tail256<NT - 1>(a, w, nb, h, r, t, keep, n);
     }
 }
@@ -622,11 +631,19 @@ void gemm_packed512(const gemm_args& a, int64_t r0, int64_t r1) {
 template <class P>
 void gemm_packed256(const gemm_args& a, int64_t r0, int64_t r1) {
     by_groups<P>(a, r0, r1, nt256, [&](const P* w, int64_t nb, int64_t r, int n, int64_t t0, int64_t t1) TACHYON_AVX2 {
+        const auto keep = [n](int h) TACHYON_AVX2 {
+            return _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * h), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        };
+        if constexpr (!std::is_same_v<P, iq4_xs_packed16>) {
+            if (t1 - t0 <= 2 && n > 8) {
+                if (t1 - t0 == 2) return tokens256<2, 2>(a, w, nb, 0, r, t0, keep(0), keep(1));
+                return tokens256<1, 2>(a, w, nb, 0, r, t0, keep(0), keep(1));
+            }
+        }
         for (int h = 0; h < 2 && 8 * h < n; ++h) {
-            const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * h), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
             int64_t t = t0;
-            for (; t + nt256 <= t1; t += nt256) tokens256<nt256>(a, w, nb, h, r, t, keep);
-            tail256(a, w, nb, h, r, t, keep, t1 - t);
+            for (; t + nt256 <= t1; t += nt256) tokens256<nt256, 1>(a, w, nb, h, r, t, keep(h), keep(h));
+            tail256(a, w, nb, h, r, t, keep(h), t1 - t);
         }
     });
 }
@@ -698,11 +715,17 @@ void gemm_q6_k_packed512(const gemm_args& a, int64_t r0, int64_t r1) {
 
 void gemm_q6_k_packed256(const gemm_args& a, int64_t r0, int64_t r1) {
     by_groups<q6_k_packed16>(a, r0, r1, nt256, [&](const q6_k_packed16* w, int64_t nb, int64_t r, int n, int64_t t0, int64_t t1) TACHYON_AVX2 {
+        const auto keep = [n](int h) TACHYON_AVX2 {
+            return _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * h), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        };
+        if (t1 - t0 <= 2 && n > 8) {
+            if (t1 - t0 == 2) return q6_tokens256<2, 2>(a, w, nb, 0, r, t0, keep(0), keep(1));
+            return q6_tokens256<1, 2>(a, w, nb, 0, r, t0, keep(0), keep(1));
+        }
         for (int h = 0; h < 2 && 8 * h < n; ++h) {
-            const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * h), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
             int64_t t = t0;
-            for (; t + nt256 <= t1; t += nt256) q6_tokens256<nt256>(a, w, nb, h, r, t, keep);
-            q6_tail256(a, w, nb, h, r, t, keep, t1 - t);
+            for (; t + nt256 <= t1; t += nt256) q6_tokens256<nt256, 1>(a, w, nb, h, r, t, keep(h), keep(h));
+            q6_tail256(a, w, nb, h, r, t, keep(h), t1 - t);
         }
     });
 }

@@ -30,7 +30,7 @@ struct alignas(32) q6_k_rows {
 // Each asks for the next group's rows, into L2. Need AVX2.
 __attribute__((target("avx2,fma,f16c"))) void lay_out_q4_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out);
 // q5_K as q4_k_rows, its values 0..31: int16 sums of its products overflow
-// where q4_K's do not, so only int32 (dpbusd) tiles read it.
+// where q4_K's do not, so the AVX2 tile sums 4 maddubs at a time, not 8.
 __attribute__((target("avx2,fma,f16c"))) void lay_out_q5_k_rows8(const gemm_args& a, int64_t r, int n, int64_t nb, q4_k_rows* out);
 // iq4_xs as q4_k_rows (levels + 128, scales less 32, 128 * scale as the
 // mins, d as dmin), for int32 tiles too.
