@@ -462,8 +462,7 @@ bool on_amx_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
 // The AVX2 level's prompt tiles (kernels_avx2_kquants.cpp, their rows laid
 // out from the panels) multiply q4_K and q6_K batches of this many tokens
 // and more faster than the packed kernels, whose 16 registers hold 4 tokens
-// a pass
-// (Zen 4, one thread, 8960 x 1536, us packed / in place: q4_K 16 tokens
+// a pass (Zen 4, one thread, 8960 x 1536, us packed / tile: q4_K 16 tokens
 // 2131 / 2482, 32 4335 / 4359, 64 9013 / 8302, 256 36618 / 30058; q6_K 1
 // token 553 / 617, 8 1869 / 2126, 16 3685 / 3542); q5_K from 12 (Sapphire
 // Rapids at TACHYON_KERNELS=avx2, same shape, packed / tile: 8 tokens 1838
