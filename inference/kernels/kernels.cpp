@@ -589,13 +589,7 @@ void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_ro
     if (panels != nullptr && reads_packed(weight, ctx.isa(), n_tokens)) {
         // groups of 16 rows, as rows_per_unit
         a.panels = panels;
-        const bool wide = ctx.isa() >= kernel_isa::avx512;
-        switch (weight) {
-            case tensor_type::q4_k: gemm = wide ? detail::gemm_q4_k_packed512 : detail::gemm_q4_k_packed256; break;
-            case tensor_type::q5_k: gemm = wide ? detail::gemm_q5_k_packed512 : detail::gemm_q5_k_packed256; break;
-            case tensor_type::q6_k: gemm = wide ? detail::gemm_q6_k_packed512 : detail::gemm_q6_k_packed256; break;
-            default: gemm = wide ? detail::gemm_iq4_xs_packed512 : detail::gemm_iq4_xs_packed256; break;
-        }
+        gemm = detail::packed_gemm(weight, ctx.isa() >= kernel_isa::avx512);
     } else if (panels != nullptr && (on_amx_tiles(weight, ctx.isa(), n_tokens) || on_avx2_tiles(weight, ctx.isa(), n_tokens))) {
         a.panels = panels;  // the AMX-BF16 tiles dequantize the panels, the AVX2 tiles lay their rows out from them
     } else if (panels != nullptr && is_float(weight) && ctx.isa() >= kernel_isa::avx512) {

@@ -290,10 +290,7 @@ TACHYON_AMX_BF16 void activations_bf16(const std::byte* x, int64_t n_cols, uint1
 template <tensor_type T>
 void gemm_below_dequant(const gemm_args& a, int64_t r0, int64_t r1) {
     if constexpr (T == tensor_type::q8_0 || T == tensor_type::q4_0) amx_int8_gemm(T)(a, r0, r1);
-    else if constexpr (T == tensor_type::q4_k) (a.panels != nullptr ? gemm_q4_k_packed512 : avx512_kernels(T)->gemm)(a, r0, r1);
-    else if constexpr (T == tensor_type::q5_k) (a.panels != nullptr ? gemm_q5_k_packed512 : avx512_kernels(T)->gemm)(a, r0, r1);
-    else if constexpr (T == tensor_type::q6_k) (a.panels != nullptr ? gemm_q6_k_packed512 : avx512_kernels(T)->gemm)(a, r0, r1);
-    else if constexpr (T == tensor_type::iq4_xs) (a.panels != nullptr ? gemm_iq4_xs_packed512 : avx512_kernels(T)->gemm)(a, r0, r1);
+    else if (a.panels != nullptr) packed_gemm(T, true)(a, r0, r1);
     else avx512_kernels(T)->gemm(a, r0, r1);
 }
 

@@ -89,16 +89,10 @@ size_t q6_k_packed_bytes(int64_t n_rows, int64_t n_cols);
 void pack_q6_k(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
 size_t iq4_xs_packed_bytes(int64_t n_rows, int64_t n_cols);
 void pack_iq4_xs(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
-// y[t, r] for r in [r0, r1) (r0 a multiple of 16) and every token, from the
-// packed weights at a.panels: AVX-512 (16 rows a register) and AVX2 (8).
-void gemm_q4_k_packed512(const gemm_args& a, int64_t r0, int64_t r1);
-void gemm_q4_k_packed256(const gemm_args& a, int64_t r0, int64_t r1);
-void gemm_q5_k_packed512(const gemm_args& a, int64_t r0, int64_t r1);
-void gemm_q5_k_packed256(const gemm_args& a, int64_t r0, int64_t r1);
-void gemm_q6_k_packed512(const gemm_args& a, int64_t r0, int64_t r1);
-void gemm_q6_k_packed256(const gemm_args& a, int64_t r0, int64_t r1);
-void gemm_iq4_xs_packed512(const gemm_args& a, int64_t r0, int64_t r1);
-void gemm_iq4_xs_packed256(const gemm_args& a, int64_t r0, int64_t r1);
+// The matmul of a packed type from its panels (y[t, r] for r in [r0, r1),
+// r0 a multiple of 16, every token, reading a.panels): the AVX-512 kernels
+// (16 rows a register) or the AVX2 ones (8); nullptr for another type.
+gemm_fn packed_gemm(tensor_type weight, bool avx512);
 // Group `group` (16 rows) of those panels as AMX-BF16 A tiles: chunk c of
 // 32 columns at out + c * 512, tile row i its row i's 32 values (padding
 // rows zero); every x as bf16 of its value with the block's scale and min

@@ -697,12 +697,7 @@ TACHYON_AVX2 void lay_out_q6_k_rows8_packed(const gemm_args& a, int64_t r, int64
     }
 }
 
-void gemm_q4_k_packed512(const gemm_args& a, int64_t r0, int64_t r1) { gemm_packed512<q4_k_packed16>(a, r0, r1); }
-void gemm_q4_k_packed256(const gemm_args& a, int64_t r0, int64_t r1) { gemm_packed256<q4_k_packed16>(a, r0, r1); }
-void gemm_q5_k_packed512(const gemm_args& a, int64_t r0, int64_t r1) { gemm_packed512<q5_k_packed16>(a, r0, r1); }
-void gemm_q5_k_packed256(const gemm_args& a, int64_t r0, int64_t r1) { gemm_packed256<q5_k_packed16>(a, r0, r1); }
-void gemm_iq4_xs_packed512(const gemm_args& a, int64_t r0, int64_t r1) { gemm_packed512<iq4_xs_packed16>(a, r0, r1); }
-void gemm_iq4_xs_packed256(const gemm_args& a, int64_t r0, int64_t r1) { gemm_packed256<iq4_xs_packed16>(a, r0, r1); }
+namespace {
 
 void gemm_q6_k_packed512(const gemm_args& a, int64_t r0, int64_t r1) {
     by_groups<q6_k_packed16>(a, r0, r1, nt512, [&](const q6_k_packed16* w, int64_t nb, int64_t r, int n, int64_t t0, int64_t t1) TACHYON_AVX512 {
@@ -728,6 +723,18 @@ void gemm_q6_k_packed256(const gemm_args& a, int64_t r0, int64_t r1) {
             q6_tail256(a, w, nb, h, r, t, keep(h), t1 - t);
         }
     });
+}
+
+}  // namespace
+
+gemm_fn packed_gemm(tensor_type weight, bool avx512) {
+    switch (weight) {
+        case tensor_type::q4_k: return avx512 ? gemm_packed512<q4_k_packed16> : gemm_packed256<q4_k_packed16>;
+        case tensor_type::q5_k: return avx512 ? gemm_packed512<q5_k_packed16> : gemm_packed256<q5_k_packed16>;
+        case tensor_type::q6_k: return avx512 ? gemm_q6_k_packed512 : gemm_q6_k_packed256;
+        case tensor_type::iq4_xs: return avx512 ? gemm_packed512<iq4_xs_packed16> : gemm_packed256<iq4_xs_packed16>;
+        default: return nullptr;
+    }
 }
 
 }  // namespace tachyon::detail
