@@ -450,13 +450,29 @@ namespace {
 bool is_float(tensor_type t) { return t == tensor_type::f32 || t == tensor_type::f16 || t == tensor_type::bf16; }
 
 // The AMX level multiplies the packed types' batches of this many tokens
-// and more on AMX-BF16 tiles (min_tokens_dequant in kernels_amx_quant.cpp),
-// dequantized from the panels (kernels_packed_bf16.cpp); fewer take the
-// packed kernels.
-constexpr int64_t amx_k_min_tokens = 16;
+// and more on AMX-BF16 tiles (kernels_amx_quant.cpp), dequantized from the
+// panels (kernels_packed_bf16.cpp): a call pays for the dequantization of
+// every weight, and then little for each tile of 16 tokens. q4_K, q5_K and
+// iq4_xs batches of amx_int8_k_min_tokens to 16 tokens take the AMX-INT8
+// tiles on the panels, whose tile unit spends about as long on a sub-block
+// of 2 tokens as of 16; the other batches the packed kernels. Sapphire
+// Rapids, 8960 x 1536 from 512 MiB, 2 threads, us, q4_K packed / AMX-INT8 /
+// AMX-BF16: 8 tokens 458 / 485-505 / -, 12 606 / 528-568 / -, 16 694 / 638
+// / 981, 20 849 / - / 1203, 24 947 / - / 1034, 28 1063 / - / 1218, 32 1213 /
+// - / 1046; q5_K 16 824 / 758 / -, 24 1106 / - / 1218; q6_K (no AMX-INT8
+// tiles: its sub-blocks of 16 would need twice the tile products) 24 1173 /
+// - / 1035, 32 1490 / - / 1128.
+constexpr int64_t amx_k_min_tokens = 32, amx_q6_k_min_tokens = 16;
+constexpr int64_t amx_int8_k_min_tokens = 10;
 
 bool on_amx_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
-    return packs_quantized(weight) && isa == kernel_isa::amx && n_tokens >= amx_k_min_tokens;
+    return packs_quantized(weight) && isa == kernel_isa::amx &&
+           n_tokens >= (weight == tensor_type::q6_k ? amx_q6_k_min_tokens : amx_k_min_tokens);
+}
+
+bool on_amx_int8_packed(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
+    return isa == kernel_isa::amx && n_tokens >= amx_int8_k_min_tokens && n_tokens <= detail::packed_int8_max_tokens &&
+           detail::packed_gemm_amx_int8(weight) != nullptr;
 }
 
 // The AVX2 level's prompt tiles (kernels_avx2_kquants.cpp, their rows laid
@@ -589,7 +605,8 @@ void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_ro
     if (panels != nullptr && reads_packed(weight, ctx.isa(), n_tokens)) {
         // groups of 16 rows, as rows_per_unit
         a.panels = panels;
-        gemm = detail::packed_gemm(weight, ctx.isa() >= kernel_isa::avx512);
+        gemm = on_amx_int8_packed(weight, ctx.isa(), n_tokens) ? detail::packed_gemm_amx_int8(weight)
+                                                                : detail::packed_gemm(weight, ctx.isa() >= kernel_isa::avx512);
     } else if (panels != nullptr && (on_amx_tiles(weight, ctx.isa(), n_tokens) || on_avx2_tiles(weight, ctx.isa(), n_tokens))) {
         a.panels = panels;  // the AMX-BF16 tiles dequantize the panels, the AVX2 tiles lay their rows out from them
     } else if (panels != nullptr && is_float(weight) && ctx.isa() >= kernel_isa::avx512) {
