@@ -451,7 +451,7 @@ bool is_float(tensor_type t) { return t == tensor_type::f32 || t == tensor_type:
 
 // The AMX level multiplies the packed types' batches of this many tokens
 // and more on AMX-BF16 tiles (kernels_amx_quant.cpp), dequantized from the
-// panels (kernels_packed_bf16.cpp): a call pays for the dequantization of
+// panels (kernels_packed_amx.cpp): a call pays for the dequantization of
 // every weight, and then little for each tile of 16 tokens. q4_K, q5_K and
 // iq4_xs batches of amx_int8_k_min_tokens to 16 tokens take the AMX-INT8
 // tiles on the panels, whose tile unit spends about as long on a sub-block

@@ -96,10 +96,10 @@ gemm_fn packed_gemm(tensor_type weight, bool avx512);
 // Group `group` (16 rows) of those panels as AMX-BF16 A tiles: chunk c of
 // 32 columns at out + c * 512, tile row i its row i's 32 values (padding
 // rows zero); every x as bf16 of its value with the block's scale and min
-// folded in (kernels_packed_bf16.cpp).
+// folded in (kernels_packed_amx.cpp).
 void packed_group_bf16(tensor_type weight, const std::byte* panels, int64_t n_cols, int64_t group, uint16_t* out);
 // The same matmul as packed_gemm for a batch of 1..packed_int8_max_tokens
-// tokens on AMX-INT8 tiles (kernels_packed_bf16.cpp); nullptr for a type
+// tokens on AMX-INT8 tiles (kernels_packed_amx.cpp); nullptr for a type
 // without them.
 constexpr int packed_int8_max_tokens = 16;
 gemm_fn packed_gemm_amx_int8(tensor_type weight);

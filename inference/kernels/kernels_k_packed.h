@@ -1,7 +1,7 @@
 // The layouts of the k-quants and iq4_xs packed at load (pack_panels,
 // kernels_k_packed.cpp), and how a 16-row register of their values is read
 // from them; shared by the packed matmul kernels and the AMX tiles that
-// dequantize the same panels (kernels_packed_bf16.cpp).
+// dequantize the same panels (kernels_packed_amx.cpp).
 #pragma once
 
 #include <immintrin.h>

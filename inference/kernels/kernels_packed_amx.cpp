@@ -1,9 +1,10 @@
-// The packed k-quant and iq4_xs panels (kernels_k_packed.h) dequantized into
-// the AMX-BF16 A tiles of kernels_amx_quant.cpp: prompts then read the same
-// copy of the weights as decode, and the mapping's pages of them can go (a
-// model held its file and the panels twice over at the AMX level before:
-// the Qwen2.5-1.5B shape in Q4_K_M 1.6 GB of resident memory for a 0.79 GB
-// file).
+// The AMX tiles on the packed k-quant and iq4_xs panels (kernels_k_packed.h):
+// the panels dequantized into the AMX-BF16 A tiles of kernels_amx_quant.cpp
+// for large batches, and small batches on AMX-INT8 tiles (below). Prompts
+// then read the same copy of the weights as decode, and the mapping's pages
+// of them can go (a model held its file and the panels twice over at the
+// AMX level before: the Qwen2.5-1.5B shape in Q4_K_M 1.6 GB of resident
+// memory for a 0.79 GB file).
 //
 // A panel register holds 4 values of each of 16 rows; a tile row holds 32
 // values of one row. Each register's values become bf16 with their row's
