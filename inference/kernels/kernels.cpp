@@ -455,15 +455,18 @@ bool is_float(tensor_type t) { return t == tensor_type::f32 || t == tensor_type:
 // every weight, and then little for each tile of 16 tokens. q4_K, q5_K and
 // iq4_xs batches of amx_int8_k_min_tokens to 16 tokens take the AMX-INT8
 // tiles on the panels, whose tile unit spends about as long on a sub-block
-// of 2 tokens as of 16; the other batches the packed kernels. Sapphire
-// Rapids, 8960 x 1536 from 512 MiB, 2 threads, us, q4_K packed / AMX-INT8 /
-// AMX-BF16: 8 tokens 458 / 485-505 / -, 12 606 / 528-568 / -, 16 694 / 638
-// / 981, 20 849 / - / 1203, 24 947 / - / 1034, 28 1063 / - / 1218, 32 1213 /
-// - / 1046; q5_K 16 824 / 758 / -, 24 1106 / - / 1218; q6_K (no AMX-INT8
-// tiles: its sub-blocks of 16 would need twice the tile products) 24 1173 /
-// - / 1035, 32 1490 / - / 1128.
+// of 2 tokens as of 8 (two sub-blocks a product up to 8 tokens); the other
+// batches the packed kernels. Sapphire Rapids, us, q4_K packed / AMX-INT8
+// / AMX-BF16: 2816 x 1024 from 64 MiB (in L3), 1 thread: 4 tokens 78-86 /
+// 86 / -, 6 103 / 103 / -, 8 121-125 / 110-114 / -, 10 161 / 142 / -;
+// 8960 x 1536 from 512 MiB, 2 threads: 6 tokens 404 / 443 / -, 8 443-458
+// / 456 / -, 12 606 / 528-568 / -, 16 694 / 638 / 981, 20 849 / - / 1203,
+// 24 947 / - / 1034, 28 1063 / - / 1218, 32 1213 / - / 1046; q5_K 16 824 /
+// 758 / -, 24 1106 / - / 1218; q6_K (no AMX-INT8 tiles: its sub-blocks of
+// 16 would need twice the tile products) 24 1173 / - / 1035, 32 1490 / - /
+// 1128.
 constexpr int64_t amx_k_min_tokens = 32, amx_q6_k_min_tokens = 16;
-constexpr int64_t amx_int8_k_min_tokens = 10;
+constexpr int64_t amx_int8_k_min_tokens = 8;
 
 bool on_amx_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
     return packs_quantized(weight) && isa == kernel_isa::amx &&

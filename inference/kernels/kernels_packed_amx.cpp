@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <vector>
 
 #include "base/assert.h"
 #include "inference/gguf/quant.h"
@@ -176,49 +177,48 @@ void packed_group_bf16(tensor_type weight, const std::byte* panels, int64_t n_co
 }
 
 
-// ---- AMX-INT8: batches of 10-16 tokens straight from the panels ----------------
+// ---- AMX-INT8: batches of 8-16 tokens straight from the panels -----------------
 //
-// A verify step of a long draft, a batch of sequences, a short prompt. The
+// A verify step of a draft, a batch of 8 sequences, a short prompt. The
 // packed kernels spend 8 dpbusd per sub-block and token (tokens512); here
-// the tokens' q8_K activations are the A tile as they lie in memory (token
-// t's 32 bytes of a sub-block in row t, the activation row size as the
-// stride), a sub-block of the panel is the B tile as its registers come
-// (register k, 16 rows x 4 values, is tile row k), and one tile product
-// gives the sub-block's sums for every token and row. The vector units keep
-// the unpacking of the nibbles, a conversion and an FMA per token and
-// sub-block (the rows' scales, one register for every token), and the mins
-// term per block as in tokens512. Each sub-block's results must leave the
-// tiles before its scale applies, so the tile unit spends a product and a
-// store of 16 rows per 32 columns however few the tokens: on Sapphire
-// Rapids this beats the packed kernels from about 10 tokens (8960 x 1536
-// q4_K, 2 threads, 16 tokens 638 us against 694, 2 tokens 448 against 278;
-// kernels.cpp has the thresholds).
+// the tokens' q8_K activations are the A tile (token t's 32 bytes of a
+// sub-block in row t), a sub-block of the panel is the B tile as its
+// registers come (register k, 16 rows x 4 values, is tile row k), and one
+// tile product gives the sub-block's sums for every token and row. The
+// vector units keep the unpacking of the nibbles, a conversion and an FMA
+// per token and sub-block (the rows' scales, one register for every
+// token), and the mins term per block as in tokens512. Each sub-block's
+// results must leave the tiles before its scale applies, so the tile unit
+// spends a product and a store per 32 columns (per 64 up to 8 tokens)
+// however few the tokens: on Sapphire Rapids this beats the packed kernels
+// from about 8 tokens (kernels.cpp has the measurements and thresholds).
 
 #define TACHYON_AMX_INT8 \
     __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2,fma,f16c,amx-tile,amx-int8")))
 
 namespace {
 
-// tmm0, tmm1: results (nt tokens x 16 rows, int32); tmm2, tmm3: activations
-// (nt tokens x 32 bytes); tmm4, tmm5: weights (8 rows of 16 rows x 4 values).
-TACHYON_AMX_INT8 void configure_int8_tiles(int nt) {
+// tmm0, tmm1: results (m rows x 16 weight rows, int32); tmm2, tmm3:
+// activations (m rows x 32 s bytes); tmm4, tmm5: weights (8 s rows of 16
+// weight rows x 4 values); s sub-blocks a product.
+TACHYON_AMX_INT8 void configure_int8_tiles(int m, int s) {
     tile_config c;
-    for (int i : {0, 1}) c.rows[i] = static_cast<uint8_t>(nt), c.colsb[i] = 64;
-    for (int i : {2, 3}) c.rows[i] = static_cast<uint8_t>(nt), c.colsb[i] = 32;
-    for (int i : {4, 5}) c.rows[i] = 8, c.colsb[i] = 64;
+    for (int i : {0, 1}) c.rows[i] = static_cast<uint8_t>(m), c.colsb[i] = 64;
+    for (int i : {2, 3}) c.rows[i] = static_cast<uint8_t>(m), c.colsb[i] = static_cast<uint16_t>(32 * s);
+    for (int i : {4, 5}) c.rows[i] = static_cast<uint8_t>(8 * s), c.colsb[i] = 64;
     memory_barrier(&c);  // _tile_loadconfig declares a read of 8 bytes only
     _tile_loadconfig(&c);
 }
 
-// One sub-block's tile product into c, on tiles 0, 2, 4 or 1, 3, 5.
-TACHYON_AMX_INT8 inline void sub_block_on_tiles_0(const int8_t* x, long x_stride, const void* w, int32_t* c) {
+// One tile product into c, on tiles 0, 2, 4 or 1, 3, 5.
+TACHYON_AMX_INT8 inline void product_on_tiles_0(const int8_t* x, long x_stride, const void* w, int32_t* c) {
     _tile_zero(0);
     _tile_loadd(2, x, x_stride);
     _tile_loadd(4, w, 64);
     _tile_dpbsud(0, 2, 4);
     _tile_stored(0, c, 64);
 }
-TACHYON_AMX_INT8 inline void sub_block_on_tiles_1(const int8_t* x, long x_stride, const void* w, int32_t* c) {
+TACHYON_AMX_INT8 inline void product_on_tiles_1(const int8_t* x, long x_stride, const void* w, int32_t* c) {
     _tile_zero(1);
     _tile_loadd(3, x, x_stride);
     _tile_loadd(5, w, 64);
@@ -226,7 +226,9 @@ TACHYON_AMX_INT8 inline void sub_block_on_tiles_1(const int8_t* x, long x_stride
     _tile_stored(1, c, 64);
 }
 
-// A block's 8 sub-blocks as B tiles: register k of sub-block sb is row k.
+// A block's 8 sub-blocks as B tiles: register k of sub-block sb is row k
+// (sub-blocks sb and sb + 1 one after the other: the 16 rows of a product
+// of two).
 template <class P>
 TACHYON_AMX_INT8 inline void weight_tiles(const P& blk, uint8_t (&wt)[8][8][64]) {
     const char* ahead = reinterpret_cast<const char*>(&blk) + 8 * sizeof(P);
@@ -237,19 +239,49 @@ TACHYON_AMX_INT8 inline void weight_tiles(const P& blk, uint8_t (&wt)[8][8][64])
         for (int k = 0; k < 8; ++k) _mm512_store_si512(wt[sb][k], values512(blk, sb, k));
 }
 
-// Tokens t.. t + NT - 1 against group w (nb blocks) of rows r..; lanes
-// outside `keep` are not stored. A tile load waits until the stores it
-// reads have left the core, and the vector loads of a tile's results wait
-// for its store: so the loop runs three blocks at once, the tile products
-// of block b on the weights laid out in the pass before, the layout of
-// block b + 1, and the scaling of block b - 1's results.
-template <int NT, class P>
-__attribute__((noinline)) TACHYON_AMX_INT8 void tokens_int8(const gemm_args& a, const P* w, int64_t nb, int64_t r, int64_t t, __mmask16 keep) {
+// Up to 8 tokens take two sub-blocks a product: the A tile's first NT rows
+// hold sub-block 2p of each token in bytes 0..31 (zero after), the next NT
+// sub-block 2p + 1 in bytes 32..63 (zero before), so result row j is
+// sub-block 2p's sums and row NT + j sub-block 2p + 1's, for half the tile
+// products and stores. Per call: [block][pair][2 NT rows][64 bytes].
+struct alignas(64) tile_line {
+    int8_t b[64];
+};
+
+template <int NT>
+TACHYON_AMX_INT8 void pair_activations(const gemm_args& a, int64_t nb, std::vector<tile_line>& out) {
+    out.resize(static_cast<size_t>(nb * 4 * 2 * NT));
+    const __m256i zero = _mm256_setzero_si256();
+    for (int j = 0; j < NT; ++j) {
+        const auto* x = reinterpret_cast<const block_q8_k*>(a.x + j * a.x_row_bytes);
+        for (int64_t b = 0; b < nb; ++b)
+            for (int p = 0; p < 4; ++p) {
+                tile_line* rows = out.data() + (b * 4 + p) * 2 * NT;
+                const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + 64 * p));
+                const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs + 64 * p + 32));
+                _mm512_store_si512(rows[j].b, _mm512_inserti64x4(_mm512_castsi256_si512(lo), zero, 1));
+                _mm512_store_si512(rows[NT + j].b, _mm512_inserti64x4(_mm512_castsi256_si512(zero), hi, 1));
+            }
+    }
+    memory_barrier(out.data());
+}
+
+// Tokens 0.. NT - 1 against group w (nb blocks) of rows r..; lanes outside
+// `keep` are not stored; `pairs`: pair_activations (S = 2), else null. A
+// tile load waits until the stores it reads have left the core, and the
+// vector loads of a tile's results wait for its store: so the loop runs
+// three blocks at once, the tile products of block b on the weights laid
+// out in the pass before, the layout of block b + 1, and the scaling of
+// block b - 1's results.
+template <int NT, int S, class P>
+__attribute__((noinline)) TACHYON_AMX_INT8 void tokens_int8(const gemm_args& a, const P* w, int64_t nb, int64_t r, __mmask16 keep,
+                                                            const tile_line* pairs) {
     constexpr bool is_iq4 = std::is_same_v<P, iq4_xs_packed16>;
-    alignas(64) uint8_t wt[2][8][8][64];     // [block % 2][sub-block][register][16 rows x 4]
-    alignas(64) int32_t c[2][8][NT][16];     // [block % 2][sub-block][token][row]
+    constexpr int n_products = 8 / S;
+    alignas(64) uint8_t wt[2][8][8][64];                // [block % 2][sub-block][register][16 rows x 4]
+    alignas(64) int32_t c[2][n_products][S * NT][16];  // [block % 2][product][sub-block of it x token][row]
     const block_q8_k* x[NT];
-    for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
+    for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + j * a.x_row_bytes);
     const auto stride = static_cast<long>(a.x_row_bytes);
     __m512 acc[NT];
 #pragma GCC unroll 16
@@ -278,7 +310,8 @@ __attribute__((noinline)) TACHYON_AMX_INT8 void tokens_int8(const gemm_args& a, 
         for (int j = 0; j < NT; ++j) {
             __m512 sumf = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[b % 2][0][j])), sc[0]);
 #pragma GCC unroll 8
-            for (int sb = 1; sb < 8; ++sb) sumf = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[b % 2][sb][j])), sc[sb], sumf);
+            for (int sb = 1; sb < 8; ++sb)
+                sumf = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c[b % 2][sb / S][(sb % S) * NT + j])), sc[sb], sumf);
             // the token's sums over each sub-block of 32 (pairs of its bsums), two int16 per dword
             alignas(16) int32_t xsum[4];
             _mm_store_si128(reinterpret_cast<__m128i*>(xsum),
@@ -292,30 +325,39 @@ __attribute__((noinline)) TACHYON_AMX_INT8 void tokens_int8(const gemm_args& a, 
             acc[j] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(summ), _mm512_mul_ps(mw, dx), acc[j]);
         }
     };
+    // The A tile of product p of block b and its row stride.
+    const auto activations = [&](int64_t b, int p) -> const int8_t* {
+        if constexpr (S == 2) return pairs[(b * 4 + p) * 2 * NT].b;
+        else return x[0][b].qs + 32 * p;
+    };
+    const long a_stride = S == 2 ? 64 : stride;
     weight_tiles(w[0], wt[0]);
     for (int64_t b = 0; b < nb; ++b) {
         memory_barrier(wt[b % 2]);
 #pragma GCC unroll 8
-        for (int sb = 0; sb < 8; sb += 2) {
-            sub_block_on_tiles_0(x[0][b].qs + 32 * sb, stride, wt[b % 2][sb], c[b % 2][sb][0]);
-            sub_block_on_tiles_1(x[0][b].qs + 32 * (sb + 1), stride, wt[b % 2][sb + 1], c[b % 2][sb + 1][0]);
+        for (int p = 0; p < n_products; p += 2) {
+            product_on_tiles_0(activations(b, p), a_stride, wt[b % 2][S * p], c[b % 2][p][0]);
+            product_on_tiles_1(activations(b, p + 1), a_stride, wt[b % 2][S * (p + 1)], c[b % 2][p + 1][0]);
         }
         if (b + 1 < nb) weight_tiles(w[b + 1], wt[(b + 1) % 2]);
         if (b > 0) finish(b - 1);
     }
     finish(nb - 1);
 #pragma GCC unroll 16
-    for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
+    for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(a.y + j * a.ldy + r, keep, acc[j]);
 }
 
 template <class P, int NT>
 TACHYON_AMX_INT8 void rows_int8(const gemm_args& a, int64_t r0, int64_t r1) {
+    constexpr int S = NT <= 8 ? 2 : 1;
     const int64_t nb = a.n_cols / qk_k;
     const auto* packed = reinterpret_cast<const P*>(a.panels);
-    configure_int8_tiles(NT);
+    thread_local std::vector<tile_line> pairs;
+    if constexpr (S == 2) pair_activations<NT>(a, nb, pairs);
+    configure_int8_tiles(S * NT, S);
     for (int64_t r = r0; r < r1; r += 16) {
         const auto keep = static_cast<__mmask16>((1u << std::min<int64_t>(16, r1 - r)) - 1);
-        tokens_int8<NT>(a, packed + r / 16 * nb, nb, r, 0, keep);
+        tokens_int8<NT, S>(a, packed + r / 16 * nb, nb, r, keep, pairs.data());
     }
     _tile_release();
 }

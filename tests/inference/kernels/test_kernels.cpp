@@ -459,7 +459,8 @@ TEST_CASE("matmul of k-quant and iq4_xs weights packed in groups of 16 rows matc
             kernel_context one(1, isa), two(2, isa);
             // one token (decode), the tails of every pass (AVX2 takes 4 tokens a
             // pass, AVX-512 8), several passes, and AMX's thresholds: AMX-INT8
-            // tiles from 10 to 16 tokens, AMX-BF16 from 16 (q6_K) or 32
+            // tiles from 8 to 16 tokens (two sub-blocks a product up to 8),
+            // AMX-BF16 from 16 (q6_K) or 32
             for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 8, 9, 10, 13, 15, 16, 17, 33}) {
                 CAPTURE(to_string(isa));
                 CAPTURE(n_tokens);
