@@ -489,7 +489,7 @@ TACHYON_AMX_BF16 void attend_bf16(const attention_kv_bf16& kv, const attention_r
             _mm512_store_si512(&qh[r][d], h);
             _mm512_store_si512(&ql[r][d], l);
         }
-    // HD 64 needs every tile for its products and runs the scores first.
+    // HD 64 and 128 need every tile for their products and run the scores first.
     float k_norm_max = 0.0f;
     for (int ch = 0; ch < n_chunks; ++ch) k_norm_max = std::max(k_norm_max, kv.chunk_norm[static_cast<size_t>(ch)]);
     const bool shift = HD != 32 || !(std::sqrt(q_norm_max) * k_norm_max <= max_unshifted_score);
@@ -506,7 +506,8 @@ TACHYON_AMX_BF16 void attend_bf16(const attention_kv_bf16& kv, const attention_r
     // Tiles. Scores: tmm2, tmm3 q (hi, lo), tmm5, tmm6 K (hi, lo), tmm4 the
     // scores. Weighted sum: tmm4, tmm5 weights (hi, lo), tmm6, tmm7 V (hi,
     // lo), accumulators tmm0, tmm1 (dimensions 0-15, 16-31) and for HD 64
-    // tmm2, tmm3 (32-47, 48-63), which the scores have done with by then.
+    // tmm2, tmm3 (32-47, 48-63), which the scores have done with by then;
+    // HD 128 takes tmm0-3 for 64 dimensions at a time (below).
     const uint16_t* K = kv.k.data();
     const int n_blocks = (n_max + 15) / 16;
     const auto scores_of = [&](int ch) TACHYON_AMX_BF16 {
@@ -514,18 +515,14 @@ TACHYON_AMX_BF16 void attend_bf16(const attention_kv_bf16& kv, const attention_r
         for (int b = 2 * ch; b < std::min(2 * ch + 2, n_blocks); ++b) {
             const uint16_t* k0 = K + static_cast<size_t>(b) * (HD / 32) * 2 * tile_elems;
             _tile_zero(4);
-            if constexpr (HD == 64) {
-                _tile_loadd(2, &qh[0][0], HD * 2);
-                _tile_loadd(3, &ql[0][0], HD * 2);
-            }
-            _tile_loadd(5, k0, 64);
-            _tile_loadd(6, k0 + tile_elems, 64);
-            TACHYON_DP3(4, 2, 3, 5, 6);
-            if constexpr (HD == 64) {
-                _tile_loadd(2, &qh[0][32], HD * 2);
-                _tile_loadd(3, &ql[0][32], HD * 2);
-                _tile_loadd(5, k0 + 2 * tile_elems, 64);
-                _tile_loadd(6, k0 + 3 * tile_elems, 64);
+#pragma GCC unroll 4
+            for (int c = 0; c < HD / 32; ++c) {
+                if constexpr (HD >= 64) {
+                    _tile_loadd(2, &qh[0][32 * c], HD * 2);
+                    _tile_loadd(3, &ql[0][32 * c], HD * 2);
+                }
+                _tile_loadd(5, k0 + 2 * c * tile_elems, 64);
+                _tile_loadd(6, k0 + (2 * c + 1) * tile_elems, 64);
                 TACHYON_DP3(4, 2, 3, 5, 6);
             }
             _tile_stored(4, out + 16 * (b - 2 * ch), static_cast<long>(s_row) * 4);
@@ -560,7 +557,8 @@ TACHYON_AMX_BF16 void attend_bf16(const attention_kv_bf16& kv, const attention_r
     if (n_rows < R) std::fill(&pbuf[0][0][0][0], &pbuf[0][0][0][0] + sizeof pbuf / sizeof(uint16_t), uint16_t{0});
     __m512 sum[R];
     for (int r = 0; r < R; ++r) sum[r] = _mm512_setzero_ps();
-    const auto weights = [&](int ch) TACHYON_AMX_BF16 {
+    // Weights of chunk ch into hi and lo ([row][32] each).
+    const auto weights_to = [&](int ch, uint16_t (*hi)[32], uint16_t (*lo)[32]) TACHYON_AMX_BF16 {
         const float* s = chunk_scores(ch);
         const int j = 32 * ch;
         const bool whole = j + 32 <= n_min;
@@ -577,9 +575,10 @@ TACHYON_AMX_BF16 void attend_bf16(const attention_kv_bf16& kv, const attention_r
                 e1 = _mm512_maskz_mov_ps(m1, exp512_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(m1, sr + 16), m)));
             }
             sum[r] = _mm512_add_ps(sum[r], _mm512_add_ps(e0, e1));
-            store_pair(pbuf[ch & 1][0][r], pbuf[ch & 1][1][r], e0, e1);
+            store_pair(hi[r], lo[r], e0, e1);
         }
     };
+    const auto weights = [&](int ch) TACHYON_AMX_BF16 { weights_to(ch, pbuf[ch & 1][0], pbuf[ch & 1][1]); };
     const uint16_t* V = kv.v.data();
     const auto weighted_sum = [&](int ch) TACHYON_AMX_BF16 {
         _tile_loadd(4, &pbuf[ch & 1][0][0][0], 64);
@@ -600,6 +599,45 @@ TACHYON_AMX_BF16 void attend_bf16(const attention_kv_bf16& kv, const attention_r
             TACHYON_DP3(3, 4, 5, 6, 7);
         }
     };
+    alignas(64) float o[R][HD];
+    if constexpr (HD == 128) {
+        // Eight accumulator tiles would leave none for the weights and V:
+        // the weights of every chunk first, then the weighted sum in two
+        // halves of 64 dimensions (tmm0-3 each).
+        thread_local std::vector<uint16_t> w_all;  // [chunk][hi, lo][row][32]
+        w_all.assign(static_cast<size_t>(n_chunks) * 2 * R * 32, uint16_t{0});
+        const auto w_of = [&](int ch, int part) { return reinterpret_cast<uint16_t(*)[32]>(w_all.data() + (static_cast<size_t>(ch) * 2 + part) * R * 32); };
+        for (int ch = 0; ch < n_chunks; ++ch) weights_to(ch, w_of(ch, 0), w_of(ch, 1));
+        detail::memory_barrier(w_all.data());
+#pragma GCC unroll 1
+        for (int half = 0; half < 2; ++half) {
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(2);
+            _tile_zero(3);
+            for (int ch = 0; ch < n_chunks; ++ch) {
+                _tile_loadd(4, w_of(ch, 0), 64);
+                _tile_loadd(5, w_of(ch, 1), 64);
+                const uint16_t* v0 = V + (static_cast<size_t>(ch) * (HD / 16) + 4 * half) * 2 * tile_elems;
+                _tile_loadd(6, v0, 64);
+                _tile_loadd(7, v0 + tile_elems, 64);
+                TACHYON_DP3(0, 4, 5, 6, 7);
+                _tile_loadd(6, v0 + 2 * tile_elems, 64);
+                _tile_loadd(7, v0 + 3 * tile_elems, 64);
+                TACHYON_DP3(1, 4, 5, 6, 7);
+                _tile_loadd(6, v0 + 4 * tile_elems, 64);
+                _tile_loadd(7, v0 + 5 * tile_elems, 64);
+                TACHYON_DP3(2, 4, 5, 6, 7);
+                _tile_loadd(6, v0 + 6 * tile_elems, 64);
+                _tile_loadd(7, v0 + 7 * tile_elems, 64);
+                TACHYON_DP3(3, 4, 5, 6, 7);
+            }
+            _tile_stored(0, &o[0][64 * half], HD * 4);
+            _tile_stored(1, &o[0][64 * half + 16], HD * 4);
+            _tile_stored(2, &o[0][64 * half + 32], HD * 4);
+            _tile_stored(3, &o[0][64 * half + 48], HD * 4);
+        }
+    } else {
     if (!shift) scores_of(0);
     _tile_zero(0);
     _tile_zero(1);
@@ -614,12 +652,12 @@ TACHYON_AMX_BF16 void attend_bf16(const attention_kv_bf16& kv, const attention_r
         detail::memory_barrier(pbuf);
         if (ch >= 1) weighted_sum(ch - 1);
     }
-    alignas(64) float o[R][HD];
     _tile_stored(0, &o[0][0], HD * 4);
     _tile_stored(1, &o[0][16], HD * 4);
     if constexpr (HD == 64) {
         _tile_stored(2, &o[0][32], HD * 4);
         _tile_stored(3, &o[0][48], HD * 4);
+    }
     }
     _tile_release();
     detail::memory_barrier(o);
@@ -690,7 +728,7 @@ void attend(const attention_args& a, int head_dim, kernel_isa isa) {
 
 bool attention_bf16_supported(int head_dim, int block_size) {
 #if TACHYON_ATTENTION_AVX512
-    return block_size == 16 && (head_dim == 32 || head_dim == 64) && cpu_has_amx_bf16();
+    return block_size == 16 && (head_dim == 32 || head_dim == 64 || head_dim == 128) && cpu_has_amx_bf16();
 #else
     (void)head_dim;
     (void)block_size;
@@ -717,11 +755,12 @@ void attend_rows_bf16(const attention_kv_bf16& kv, const attention_row* rows, in
 #if TACHYON_ATTENTION_AVX512
     if (kv.head_dim == 32) return attend_bf16<32>(kv, rows, n_rows, scale);
     if (kv.head_dim == 64) return attend_bf16<64>(kv, rows, n_rows, scale);
+    if (kv.head_dim == 128) return attend_bf16<128>(kv, rows, n_rows, scale);
 #else
     (void)rows;
     (void)scale;
 #endif
-    TACHYON_ASSERT(false, "attend_rows_bf16: head_dim must be 32 or 64");
+    TACHYON_ASSERT(false, "attend_rows_bf16: head_dim must be 32, 64 or 128");
 }
 
 void attend_rows(const attention_args& shared, const attention_row* rows, int n_rows, int head_dim, kernel_isa isa) {

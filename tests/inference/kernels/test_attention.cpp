@@ -121,7 +121,7 @@ TEST_CASE("attention on AMX-BF16 tiles (prompt rows) matches double precision, w
     }
     std::mt19937 rng(11);
     std::normal_distribution<float> dist(0.0f, 1.0f);
-    for (int hd : {32, 64}) {
+    for (int hd : {32, 64, 128}) {
         // 83: a partial last block of 16 and 32-position chunk, whose unused
         // positions hold values that must not count; 5: less than a block.
         for (int max_pos : {83, 5})
