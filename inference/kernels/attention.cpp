@@ -580,17 +580,18 @@ TACHYON_AMX_BF16 void attend_bf16(const attention_kv_bf16& kv, const attention_r
     };
     const auto weights = [&](int ch) TACHYON_AMX_BF16 { weights_to(ch, pbuf[ch & 1][0], pbuf[ch & 1][1]); };
     const uint16_t* V = kv.v.data();
-    const auto weighted_sum = [&](int ch) TACHYON_AMX_BF16 {
-        _tile_loadd(4, &pbuf[ch & 1][0][0][0], 64);
-        _tile_loadd(5, &pbuf[ch & 1][1][0][0], 64);
-        const uint16_t* v0 = V + static_cast<size_t>(ch) * (HD / 16) * 2 * tile_elems;
+    // Weights (hi, lo) times the V tiles of `groups` (2 or 4) groups of 16
+    // dimensions from v0, into tmm0.. tmm(groups - 1).
+    const auto weighted = [&](const void* w_hi, const void* w_lo, const uint16_t* v0, int groups) TACHYON_AMX_BF16 {
+        _tile_loadd(4, w_hi, 64);
+        _tile_loadd(5, w_lo, 64);
         _tile_loadd(6, v0, 64);
         _tile_loadd(7, v0 + tile_elems, 64);
         TACHYON_DP3(0, 4, 5, 6, 7);
         _tile_loadd(6, v0 + 2 * tile_elems, 64);
         _tile_loadd(7, v0 + 3 * tile_elems, 64);
         TACHYON_DP3(1, 4, 5, 6, 7);
-        if constexpr (HD == 64) {
+        if (groups == 4) {
             _tile_loadd(6, v0 + 4 * tile_elems, 64);
             _tile_loadd(7, v0 + 5 * tile_elems, 64);
             TACHYON_DP3(2, 4, 5, 6, 7);
@@ -598,6 +599,9 @@ TACHYON_AMX_BF16 void attend_bf16(const attention_kv_bf16& kv, const attention_r
             _tile_loadd(7, v0 + 7 * tile_elems, 64);
             TACHYON_DP3(3, 4, 5, 6, 7);
         }
+    };
+    const auto weighted_sum = [&](int ch) TACHYON_AMX_BF16 {
+        weighted(&pbuf[ch & 1][0][0][0], &pbuf[ch & 1][1][0][0], V + static_cast<size_t>(ch) * (HD / 16) * 2 * tile_elems, HD == 64 ? 4 : 2);
     };
     alignas(64) float o[R][HD];
     if constexpr (HD == 128) {
@@ -615,23 +619,8 @@ TACHYON_AMX_BF16 void attend_bf16(const attention_kv_bf16& kv, const attention_r
             _tile_zero(1);
             _tile_zero(2);
             _tile_zero(3);
-            for (int ch = 0; ch < n_chunks; ++ch) {
-                _tile_loadd(4, w_of(ch, 0), 64);
-                _tile_loadd(5, w_of(ch, 1), 64);
-                const uint16_t* v0 = V + (static_cast<size_t>(ch) * (HD / 16) + 4 * half) * 2 * tile_elems;
-                _tile_loadd(6, v0, 64);
-                _tile_loadd(7, v0 + tile_elems, 64);
-                TACHYON_DP3(0, 4, 5, 6, 7);
-                _tile_loadd(6, v0 + 2 * tile_elems, 64);
-                _tile_loadd(7, v0 + 3 * tile_elems, 64);
-                TACHYON_DP3(1, 4, 5, 6, 7);
-                _tile_loadd(6, v0 + 4 * tile_elems, 64);
-                _tile_loadd(7, v0 + 5 * tile_elems, 64);
-                TACHYON_DP3(2, 4, 5, 6, 7);
-                _tile_loadd(6, v0 + 6 * tile_elems, 64);
-                _tile_loadd(7, v0 + 7 * tile_elems, 64);
-                TACHYON_DP3(3, 4, 5, 6, 7);
-            }
+            for (int ch = 0; ch < n_chunks; ++ch)
+                weighted(w_of(ch, 0), w_of(ch, 1), V + (static_cast<size_t>(ch) * (HD / 16) + 4 * half) * 2 * tile_elems, 4);
             _tile_stored(0, &o[0][64 * half], HD * 4);
             _tile_stored(1, &o[0][64 * half + 16], HD * 4);
             _tile_stored(2, &o[0][64 * half + 32], HD * 4);
