@@ -453,7 +453,7 @@ bool is_float(tensor_type t) { return t == tensor_type::f32 || t == tensor_type:
 // and more on AMX-BF16 tiles (kernels_amx_quant.cpp), dequantized from the
 // panels (kernels_packed_amx.cpp): a call pays for the dequantization of
 // every weight, and then little for each tile of 16 tokens. q4_K, q5_K and
-// iq4_xs batches of amx_int8_k_min_tokens to 16 tokens take the AMX-INT8
+// iq4_xs batches of 8 to 16 tokens (packed_int8_min_tokens..) take the AMX-INT8
 // tiles on the panels, whose tile unit spends about as long on a sub-block
 // of 2 tokens as of 8 (two sub-blocks a product up to 8 tokens); the other
 // batches the packed kernels. Sapphire Rapids, us, q4_K packed / AMX-INT8
@@ -466,7 +466,6 @@ bool is_float(tensor_type t) { return t == tensor_type::f32 || t == tensor_type:
 // 16 would need twice the tile products) 24 1173 / - / 1035, 32 1490 / - /
 // 1128.
 constexpr int64_t amx_k_min_tokens = 32, amx_q6_k_min_tokens = 16;
-constexpr int64_t amx_int8_k_min_tokens = 8;
 
 bool on_amx_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
     return packs_quantized(weight) && isa == kernel_isa::amx &&
@@ -474,7 +473,7 @@ bool on_amx_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
 }
 
 bool on_amx_int8_packed(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
-    return isa == kernel_isa::amx && n_tokens >= amx_int8_k_min_tokens && n_tokens <= detail::packed_int8_max_tokens &&
+    return isa == kernel_isa::amx && n_tokens >= detail::packed_int8_min_tokens && n_tokens <= detail::packed_int8_max_tokens &&
            detail::packed_gemm_amx_int8(weight) != nullptr;
 }
 

@@ -98,10 +98,11 @@ gemm_fn packed_gemm(tensor_type weight, bool avx512);
 // rows zero); every x as bf16 of its value with the block's scale and min
 // folded in (kernels_packed_amx.cpp).
 void packed_group_bf16(tensor_type weight, const std::byte* panels, int64_t n_cols, int64_t group, uint16_t* out);
-// The same matmul as packed_gemm for a batch of 1..packed_int8_max_tokens
-// tokens on AMX-INT8 tiles (kernels_packed_amx.cpp); nullptr for a type
-// without them.
-constexpr int packed_int8_max_tokens = 16;
+// The same matmul as packed_gemm for a batch of packed_int8_min_tokens to
+// packed_int8_max_tokens tokens on AMX-INT8 tiles (kernels_packed_amx.cpp;
+// below 8 tokens the packed kernels win, kernels.cpp has the figures);
+// nullptr for a type without them.
+constexpr int packed_int8_min_tokens = 8, packed_int8_max_tokens = 16;
 gemm_fn packed_gemm_amx_int8(tensor_type weight);
 // Asks Linux for the AMX tile state; true when granted.
 bool os_grants_amx();

@@ -364,11 +364,11 @@ TACHYON_AMX_INT8 void rows_int8(const gemm_args& a, int64_t r0, int64_t r1) {
 
 template <class P, int NT = packed_int8_max_tokens>
 void gemm_packed_int8(const gemm_args& a, int64_t r0, int64_t r1) {
-    if constexpr (NT >= 1) {
+    if constexpr (NT >= packed_int8_min_tokens) {
         if (a.n_tokens == NT) return rows_int8<P, NT>(a, r0, r1);
         gemm_packed_int8<P, NT - 1>(a, r0, r1);
     } else {
-        TACHYON_ASSERT(false, "gemm_packed_int8: more tokens than its tiles hold");
+        TACHYON_ASSERT(false, "gemm_packed_int8: a batch outside packed_int8_min_tokens..packed_int8_max_tokens");
     }
 }
 
