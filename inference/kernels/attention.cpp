@@ -494,7 +494,7 @@ TACHYON_AMX_BF16 void attend_bf16(const attention_kv_bf16& kv, const attention_r
     for (int ch = 0; ch < n_chunks; ++ch) k_norm_max = std::max(k_norm_max, kv.chunk_norm[static_cast<size_t>(ch)]);
     const bool shift = HD != 32 || !(std::sqrt(q_norm_max) * k_norm_max <= max_unshifted_score);
     // Scores: every chunk [16][n_chunks * 32] with a maximum pass, else a ring of four chunks.
-    thread_local std::vector<float> s_buf;
+    thread_local line_vector<float> s_buf;
     const int s_row = shift ? n_chunks * 32 : 32;
     s_buf.resize(static_cast<size_t>(shift ? R * s_row : 4 * R * 32));
     float* const S = s_buf.data();
@@ -608,7 +608,7 @@ TACHYON_AMX_BF16 void attend_bf16(const attention_kv_bf16& kv, const attention_r
         // Eight accumulator tiles would leave none for the weights and V:
         // the weights of every chunk first, then the weighted sum in two
         // halves of 64 dimensions (tmm0-3 each).
-        thread_local std::vector<uint16_t> w_all;  // [chunk][hi, lo][row][32]
+        thread_local line_vector<uint16_t> w_all;  // [chunk][hi, lo][row][32]
         w_all.assign(static_cast<size_t>(n_chunks) * 2 * R * 32, uint16_t{0});
         const auto w_of = [&](int ch, int part) { return reinterpret_cast<uint16_t(*)[32]>(w_all.data() + (static_cast<size_t>(ch) * 2 + part) * R * 32); };
         for (int ch = 0; ch < n_chunks; ++ch) weights_to(ch, w_of(ch, 0), w_of(ch, 1));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "inference/kernels/kernels.h"
+#include "inference/kernels/line_vector.h"
 
 namespace tachyon {
 
@@ -65,7 +66,7 @@ struct attention_kv_bf16 {
     // 16 dimension pairs x 16 positions x 2; V: per 32 positions and 16
     // dimensions, a hi and a lo tile of 16 position pairs x 16 dimensions x
     // 2. A pair is dimensions (or positions) i and i + 16 of its 32.
-    std::vector<uint16_t> k, v;
+    line_vector<uint16_t> k, v;
 };
 // Converts positions [0, n_pos) of the blocks in `a` (k, v, stride; block
 // size 16); positions past n_pos read as zero. The chunks of 32 positions

@@ -62,7 +62,7 @@ TACHYON_AMX void configure_tiles() {
 // token: per block, 8 rows of (16 tokens x 4 bytes), and the tokens' scales
 // as floats.
 struct packed_tokens {
-    std::vector<int8_t> quants;  // [token tile][block][8][16 tokens][4]
+    line_vector<int8_t> quants;  // [token tile][block][8][16 tokens][4]
     std::vector<float> scales;   // [token tile][block][16 tokens]
 };
 
@@ -110,7 +110,7 @@ struct weight_rows {
     size_t block_bytes = 0;
     size_t stride = 0;
     std::vector<float> scales;
-    std::vector<int8_t> unpacked;  // q4_0: [16 rows][n_cols]
+    line_vector<int8_t> unpacked;  // q4_0: [16 rows][n_cols]
 };
 
 TACHYON_AMX void scales_of_rows(const gemm_args& a, int64_t r, int64_t n_blocks, size_t block_bytes, weight_rows& w) {
@@ -267,7 +267,7 @@ TACHYON_AMX_BF16 inline void split32(__m512 x0, __m512 x1, __m512i& hi, __m512i&
 
 // The activations as A tiles: [tokens rounded up to 16][n_cols] bf16, hi and lo.
 struct split_tokens {
-    std::vector<uint16_t> hi, lo;
+    line_vector<uint16_t> hi, lo;
 };
 
 TACHYON_AMX_BF16 void split_activations(const gemm_args& a, split_tokens& x) {
@@ -348,7 +348,7 @@ TACHYON_AMX_BF16 void gemm_amx_float(const gemm_args& a, int64_t r0, int64_t r1)
     const int64_t n_chunks = a.n_cols / 32, n_pad = (a.n_tokens + tile - 1) / tile * tile;
     const long x_stride = static_cast<long>(a.n_cols) * 2;
     thread_local split_tokens x;
-    thread_local std::vector<uint16_t> w;
+    thread_local line_vector<uint16_t> w;
     split_activations(a, x);
     configure_tiles_16x64();
     memory_barrier(x.hi.data());

@@ -298,7 +298,7 @@ void gemm_below_dequant(const gemm_args& a, int64_t r0, int64_t r1) {
 // tokens x 2]: row i of a tile holds columns 2i, 2i + 1 of each of 16
 // tokens, zero past the last token.
 template <class A>
-TACHYON_AMX_BF16 void activation_tiles(const gemm_args& a, std::vector<uint16_t>& rows, std::vector<uint16_t>& tiles) {
+TACHYON_AMX_BF16 void activation_tiles(const gemm_args& a, line_vector<uint16_t>& rows, line_vector<uint16_t>& tiles) {
     const int64_t n_tiles = (a.n_tokens + tile - 1) / tile, n_chunks = a.n_cols / 32;
     rows.resize(static_cast<size_t>(tile * a.n_cols));
     tiles.resize(static_cast<size_t>(n_tiles * n_chunks * 512));
@@ -346,8 +346,8 @@ TACHYON_AMX_BF16 void gemm_amx_dequant(const gemm_args& a, int64_t r0, int64_t r
     const int64_t n_pad = (a.n_tokens + tile - 1) / tile * tile, n_chunks = a.n_cols / 32;
     // panels hold the last group padded with zero rows: it runs as a whole one
     const int64_t r_full = a.panels != nullptr ? r1 : r0 + (r1 - r0) / tile * tile;
-    thread_local std::vector<uint16_t> x_rows, x, w;
-    thread_local std::vector<float> acc;  // results, [2 row groups][16 rows][n_pad tokens]
+    thread_local line_vector<uint16_t> x_rows, x, w;
+    thread_local line_vector<float> acc;  // results, [2 row groups][16 rows][n_pad tokens]
     activation_tiles<A>(a, x_rows, x);
     w.resize(static_cast<size_t>(2 * tile * a.n_cols));
     acc.resize(static_cast<size_t>(2 * tile * n_pad));
