@@ -49,19 +49,19 @@ weight_ref dequantize_matrix(const weight_ref& w, std::vector<std::vector<float>
 // allocation per step).
 struct activations {
     size_t n_cap = 0;
-    std::vector<float> x;     // [n, n_embd]    residual stream
-    std::vector<float> h;     // [n, n_embd]    normed input of a block
-    std::vector<float> q;     // [n, n_embd_q]
-    std::vector<float> k;     // [n, n_embd_kv]
-    std::vector<float> v;     // [n, n_embd_kv]
-    std::vector<float> att;   // [n, n_embd_q]  attention output before wo
-    std::vector<float> tmp;   // [n, n_embd]    output of a block before the residual add
-    std::vector<float> gate;  // [n, n_ff]
-    std::vector<float> up;    // [n, n_ff]
-    std::vector<float> out_h; // [n_logits, n_embd]
-    std::vector<float> rope;  // [n, n_rot]     cos/sin of each token's angles (rope_table), for every layer
-    std::vector<float> rope_swa;  // [n, n_rot] the same for sliding-window layers with their own angles (traits.swa_own_rope)
-    std::vector<float> fused; // [n, max(n_embd_q + 2 n_embd_kv, 2 n_ff)] fused QKV or gate+up output (phi3), else empty
+    line_vector<float> x;     // [n, n_embd]    residual stream
+    line_vector<float> h;     // [n, n_embd]    normed input of a block
+    line_vector<float> q;     // [n, n_embd_q]
+    line_vector<float> k;     // [n, n_embd_kv]
+    line_vector<float> v;     // [n, n_embd_kv]
+    line_vector<float> att;   // [n, n_embd_q]  attention output before wo
+    line_vector<float> tmp;   // [n, n_embd]    output of a block before the residual add
+    line_vector<float> gate;  // [n, n_ff]
+    line_vector<float> up;    // [n, n_ff]
+    line_vector<float> out_h; // [n_logits, n_embd]
+    line_vector<float> rope;  // [n, n_rot]     cos/sin of each token's angles (rope_table), for every layer
+    line_vector<float> rope_swa;  // [n, n_rot] the same for sliding-window layers with their own angles (traits.swa_own_rope)
+    line_vector<float> fused; // [n, max(n_embd_q + 2 n_embd_kv, 2 n_ff)] fused QKV or gate+up output (phi3), else empty
 
     void grow(const model_hparams& hp, size_t n);
 };

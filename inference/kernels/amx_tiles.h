@@ -1,14 +1,14 @@
 // What the AMX kernels share (kernels_amx.cpp, kernels_amx_quant.cpp,
 // attention.cpp): the operand of ldtilecfg, a compiler barrier for memory
 // that tiles load, the configuration of eight 16 x 64-byte tiles, and
-// buffers on cache lines (line_vector.h).
+// buffers on cache lines (base/line_vector.h).
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
 
-#include "inference/kernels/line_vector.h"
+#include "base/line_vector.h"
 
 namespace tachyon::detail {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "inference/kernels/kernels.h"
-#include "inference/kernels/line_vector.h"
+#include "base/line_vector.h"
 
 namespace tachyon {
 

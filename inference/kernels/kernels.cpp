@@ -333,6 +333,21 @@ bool detail::cpu_is_amd() {
     return amd;
 }
 
+bool detail::cpu_is_amd_zen4() {
+    static const bool zen4 = [] {
+        if (!cpu_is_amd()) return false;
+        if (const char* v = std::getenv("TACHYON_VENDOR"); v != nullptr && std::string_view(v) == "amd") return true;
+        // CPUID leaf 1: the family is the base field (EAX bits 8-11) plus the
+        // extended one (bits 20-27) where the base reads 15.
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return true;
+        unsigned family = (eax >> 8) & 0xfu;
+        if (family == 0xfu) family += (eax >> 20) & 0xffu;
+        return family <= 25;
+    }();
+    return zen4;
+}
+
 bool cpu_has_amx() {
     static const bool granted = [] {
         if (!cpu_has_avx512()) return false;
@@ -467,6 +482,14 @@ bool is_float(tensor_type t) { return t == tensor_type::f32 || t == tensor_type:
 // 1128.
 constexpr int64_t amx_k_min_tokens = 32, amx_q6_k_min_tokens = 16;
 
+// q4_0 and iq4_nl: packed at the AVX-512 level below AMX, where the
+// one-token row kernels spend more instructions on a block than the memory
+// takes to bring it (Zen 5, one thread, 2816 x 1024 in L2: 26-30 GB/s, so
+// 16-18 from DRAM against 38 of plain reads), and read from the panels
+// at every batch size there (the AMX level keeps its INT8 tiles on the
+// weights in place).
+bool packs_nibbles(tensor_type weight) { return weight == tensor_type::q4_0 || weight == tensor_type::iq4_nl; }
+
 bool on_amx_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
     return packs_quantized(weight) && isa == kernel_isa::amx &&
            n_tokens >= (weight == tensor_type::q6_k ? amx_q6_k_min_tokens : amx_k_min_tokens);
@@ -502,6 +525,7 @@ bool on_avx2_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
 // True when the packed kernels (kernels_k_packed.cpp) multiply this batch;
 // the AMX and AVX2 tiles that take the others read the panels too.
 bool reads_packed(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
+    if (packs_nibbles(weight)) return isa == kernel_isa::avx512;
     return packs_quantized(weight) && isa >= kernel_isa::avx2 && !on_amx_tiles(weight, isa, n_tokens) &&
            !on_avx2_tiles(weight, isa, n_tokens);
 }
@@ -509,10 +533,12 @@ bool reads_packed(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
 }  // namespace
 
 bool packs_quantized(tensor_type weight) {
+    if (packs_nibbles(weight)) return default_isa() == kernel_isa::avx512;
     return weight == tensor_type::q4_k || weight == tensor_type::q5_k || weight == tensor_type::q6_k || weight == tensor_type::iq4_xs;
 }
 
 bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols) {
+    if (packs_nibbles(weight)) return n_rows > 0 && n_cols > 0 && n_cols % qk_32 == 0 && packs_quantized(weight);
     if (packs_quantized(weight)) return n_rows > 0 && n_cols > 0 && n_cols % qk_k == 0 && default_isa() >= kernel_isa::avx2;
     return is_float(weight) && n_rows >= panel_rows && n_cols > 0 && n_cols % 16 == 0 && default_isa() >= kernel_isa::avx512;
 }
@@ -554,6 +580,8 @@ weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int
             case tensor_type::q4_k: pack(detail::q4_k_packed_bytes, detail::pack_q4_k); break;
             case tensor_type::q5_k: pack(detail::q5_k_packed_bytes, detail::pack_q5_k); break;
             case tensor_type::q6_k: pack(detail::q6_k_packed_bytes, detail::pack_q6_k); break;
+            case tensor_type::q4_0: pack(detail::nibble_packed_bytes, detail::pack_q4_0); break;
+            case tensor_type::iq4_nl: pack(detail::nibble_packed_bytes, detail::pack_iq4_nl); break;
             default: pack(detail::iq4_xs_packed_bytes, detail::pack_iq4_xs); break;
         }
         return p;

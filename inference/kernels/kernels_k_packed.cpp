@@ -167,8 +167,11 @@ namespace {
 // at 1 token 459 -> 296 us, at 8 tokens 1533 -> 1059 us. Intel's
 // prefetchers leave the one-token AVX-512 pass short of the memory's rate
 // (Sapphire Rapids, one thread, 2816 x 1024 from 1 GiB: q4_K 10.8 -> 13.6
-// GB/s, q5_K 9.6 -> 13.1, against 14 GB/s of plain reads), so there every
-// pass prefetches.
+// GB/s, q5_K 9.6 -> 13.1, against 14 GB/s of plain reads), and so do Zen
+// 5's, whose DRAM reads take longer (EPYC, family 26, one thread, 2816 x
+// 1024 from 512 MiB, without -> with: q4_K 20.6 -> 27.8 GB/s, iq4_xs 18.4
+// -> 28.6, q5_K 11-20 -> 25-28, against 38 GB/s of plain reads): there every
+// pass prefetches; only Zen 4's one- and two-token passes do not.
 template <class P>
 constexpr int64_t prefetch_bytes = 8 * sizeof(P);
 template <class P>
@@ -213,7 +216,7 @@ template <int NT, class P>
 __attribute__((noinline)) TACHYON_AVX512 void tokens512(const gemm_args& a, const P* w, int64_t nb, int64_t r, int64_t t, __mmask16 keep) {
     const block_q8_k* x[NT];
     for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
-    const bool prefetch = NT >= prefetch_min_tokens512 || !cpu_is_amd();
+    const bool prefetch = NT >= prefetch_min_tokens512 || !cpu_is_amd_zen4();
     __m512 acc[NT];
 #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
@@ -733,7 +736,7 @@ gemm_fn packed_gemm(tensor_type weight, bool avx512) {
         case tensor_type::q5_k: return avx512 ? gemm_packed512<q5_k_packed16> : gemm_packed256<q5_k_packed16>;
         case tensor_type::q6_k: return avx512 ? gemm_q6_k_packed512 : gemm_q6_k_packed256;
         case tensor_type::iq4_xs: return avx512 ? gemm_packed512<iq4_xs_packed16> : gemm_packed256<iq4_xs_packed16>;
-        default: return nullptr;
+        default: return avx512 ? nibble_packed_gemm512(weight) : nullptr;
     }
 }
 

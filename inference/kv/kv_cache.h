@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/line_vector.h"
 
 namespace tachyon {
 
@@ -99,8 +100,8 @@ private:
     void copy_block(int dst, int src, int n_positions);
 
     kv_cache_config config_;
-    std::vector<float> k_;  // [n_layer, n_blocks, n_kv_embd, block_size] (transposed per block)
-    std::vector<float> v_;  // [n_layer, n_blocks, block_size, n_kv_embd]
+    line_vector<float> k_;  // [n_layer, n_blocks, n_kv_embd, block_size] (transposed per block)
+    line_vector<float> v_;  // [n_layer, n_blocks, block_size, n_kv_embd]
     std::vector<int> refs_;  // [n_blocks] owners of each block (sequences + external holders)
     std::vector<uint32_t> gen_;  // [n_layer, n_blocks] writes into each block
     std::vector<int> free_;  // free block ids, taken from the back

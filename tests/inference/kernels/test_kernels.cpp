@@ -51,7 +51,8 @@ std::vector<std::byte> random_weights(tensor_type type, int64_t n_rows, int64_t 
         const uint16_t dmin = fp32_to_fp16(scale(rng));
         switch (type) {
             case tensor_type::q8_0:
-            case tensor_type::q4_0: std::memcpy(block, &d, 2); break;
+            case tensor_type::q4_0:
+            case tensor_type::iq4_nl: std::memcpy(block, &d, 2); break;
             case tensor_type::q4_k:
             case tensor_type::q5_k:
                 std::memcpy(block, &d, 2);
@@ -480,6 +481,46 @@ TEST_CASE("matmul of k-quant and iq4_xs weights packed in groups of 16 rows matc
                         const bool bf16 = isa == kernel_isa::amx && n_tokens >= (type == tensor_type::q6_k ? 16 : 32);
                         const double bound = bf16 ? mag / 256 : 1e-4 * mag;
                         if (std::fabs(y1[t * n_rows + r] - ref[t * n_rows + r]) > bound + 1e-6) ++n_bad;
+                    }
+                }
+                CHECK(n_bad == 0);
+                CHECK(y1 == y2);  // threads take whole groups of 16 rows
+            }
+        }
+    }
+}
+
+TEST_CASE("matmul of q4_0 and iq4_nl weights packed in groups of 16 rows matches the weights in place at every level and batch size") {
+    // 37 rows: two whole groups and a tail of 5 padded with zero rows; 5 blocks a row.
+    const int64_t n_rows = 37, n_cols = 160;
+    for (tensor_type type : {tensor_type::q4_0, tensor_type::iq4_nl}) {
+        CAPTURE(to_string(type));
+        const auto w = random_weights(type, n_rows, n_cols, 59);
+        const weight_panels panels = pack_panels(type, w.data(), n_rows, n_cols);
+        if (default_isa() != kernel_isa::avx512) {
+            CHECK(panels.data == nullptr);  // packed at the AVX-512 level only (AMX keeps its tiles on the weights in place)
+            continue;
+        }
+        REQUIRE(panels.data != nullptr);
+        CHECK(panels.size_bytes() == size_t{3} * (5 * 288 + 32));  // 3 groups: 5 blocks of 16 rows, padded to a line
+        kernel_context scalar(1, kernel_isa::scalar);
+        for (kernel_isa isa : available_isas()) {
+            kernel_context one(1, isa), two(2, isa);
+            // one token (decode), the tails of a pass of 8, several passes
+            for (int64_t n_tokens : {1, 2, 3, 7, 8, 9, 16, 19}) {
+                CAPTURE(to_string(isa));
+                CAPTURE(n_tokens);
+                const auto x = random_floats(static_cast<size_t>(n_tokens * n_cols), 61 + static_cast<uint32_t>(n_tokens));
+                std::vector<float> ref(static_cast<size_t>(n_tokens * n_rows)), y1(ref.size(), -1.0f), y2(ref.size(), -2.0f);
+                // the in-place kernels of the same level: the same q8_0 activations, only the float sums' order differs
+                matmul(one, type, w.data(), n_rows, n_cols, x.data(), n_tokens, ref.data());
+                matmul(one, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y1.data(), panels.data);
+                matmul(two, type, w.data(), n_rows, n_cols, x.data(), n_tokens, y2.data(), panels.data);
+                int n_bad = 0;
+                for (int64_t t = 0; t < n_tokens; ++t) {
+                    for (int64_t r = 0; r < n_rows; ++r) {
+                        const float a = ref[t * n_rows + r], b = y1[t * n_rows + r];
+                        if (!(std::fabs(a - b) <= 1e-4f * std::max(1.0f, std::fabs(a)))) ++n_bad;  // NaN counts as bad
                     }
                 }
                 CHECK(n_bad == 0);

@@ -3,7 +3,8 @@
 // lines: measured on a Xeon (Sapphire Rapids, 1 core), the AMX-BF16 prompt
 // tiles of an 8960 x 1536 q4_K matmul times 256 tokens took 10.6 ms from
 // such buffers and 7.1 ms from these (`tachyon bench matmul --type q4_k
-// --rows 8960 --cols 1536 --tokens 256 -t 1`).
+// --rows 8960 --cols 1536 --tokens 256 -t 1`). The kernels' buffers, a
+// forward pass's activations and the KV cache are held in them.
 #pragma once
 
 #include <cstddef>
