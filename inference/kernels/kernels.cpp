@@ -482,13 +482,16 @@ bool is_float(tensor_type t) { return t == tensor_type::f32 || t == tensor_type:
 // 1128.
 constexpr int64_t amx_k_min_tokens = 32, amx_q6_k_min_tokens = 16;
 
-// q4_0 and iq4_nl: packed at the AVX-512 level below AMX, where the
-// one-token row kernels spend more instructions on a block than the memory
-// takes to bring it (Zen 5, one thread, 2816 x 1024 in L2: 26-30 GB/s, so
-// 16-18 from DRAM against 38 of plain reads), and read from the panels
-// at every batch size there (the AMX level keeps its INT8 tiles on the
-// weights in place).
-bool packs_nibbles(tensor_type weight) { return weight == tensor_type::q4_0 || weight == tensor_type::iq4_nl; }
+// q4_0, iq4_nl, q5_0 and q8_0: packed at the AVX-512 level below AMX,
+// where the one-token row kernels spend more instructions on a block than
+// the memory takes to bring it (Zen 5, one thread, 2816 x 1024 in L2:
+// q4_0 31 GB/s, iq4_nl 26, q5_0 24, so 13-18 from DRAM against 38 of
+// plain reads; packed, q4_0 80 in L2), and read from the panels at every
+// batch size there (the AMX level keeps its INT8 tiles on the weights in
+// place).
+bool packs_rows16(tensor_type weight) {
+    return weight == tensor_type::q4_0 || weight == tensor_type::iq4_nl || weight == tensor_type::q5_0 || weight == tensor_type::q8_0;
+}
 
 bool on_amx_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
     return packs_quantized(weight) && isa == kernel_isa::amx &&
@@ -525,7 +528,7 @@ bool on_avx2_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
 // True when the packed kernels (kernels_k_packed.cpp) multiply this batch;
 // the AMX and AVX2 tiles that take the others read the panels too.
 bool reads_packed(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
-    if (packs_nibbles(weight)) return isa == kernel_isa::avx512;
+    if (packs_rows16(weight)) return isa == kernel_isa::avx512;
     return packs_quantized(weight) && isa >= kernel_isa::avx2 && !on_amx_tiles(weight, isa, n_tokens) &&
            !on_avx2_tiles(weight, isa, n_tokens);
 }
@@ -533,12 +536,12 @@ bool reads_packed(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
 }  // namespace
 
 bool packs_quantized(tensor_type weight) {
-    if (packs_nibbles(weight)) return default_isa() == kernel_isa::avx512;
+    if (packs_rows16(weight)) return default_isa() == kernel_isa::avx512;
     return weight == tensor_type::q4_k || weight == tensor_type::q5_k || weight == tensor_type::q6_k || weight == tensor_type::iq4_xs;
 }
 
 bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols) {
-    if (packs_nibbles(weight)) return n_rows > 0 && n_cols > 0 && n_cols % qk_32 == 0 && packs_quantized(weight);
+    if (packs_rows16(weight)) return n_rows > 0 && n_cols > 0 && n_cols % qk_32 == 0 && packs_quantized(weight);
     if (packs_quantized(weight)) return n_rows > 0 && n_cols > 0 && n_cols % qk_k == 0 && default_isa() >= kernel_isa::avx2;
     return is_float(weight) && n_rows >= panel_rows && n_cols > 0 && n_cols % 16 == 0 && default_isa() >= kernel_isa::avx512;
 }
@@ -571,6 +574,11 @@ void allocate_panels(weight_panels& p, size_t bytes) {
 weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols) {
     weight_panels p;
     if (!panels_pay(weight, n_rows, n_cols)) return p;
+    if (packs_rows16(weight)) {
+        allocate_panels(p, detail::packed16_bytes(weight, n_rows, n_cols));
+        detail::pack_rows16(weight, w, n_rows, n_cols, p.storage.get());
+        return p;
+    }
     if (packs_quantized(weight)) {
         const auto pack = [&](size_t (*bytes)(int64_t, int64_t), void (*lay_out)(const void*, int64_t, int64_t, std::byte*)) {
             allocate_panels(p, bytes(n_rows, n_cols));
@@ -580,8 +588,6 @@ weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int
             case tensor_type::q4_k: pack(detail::q4_k_packed_bytes, detail::pack_q4_k); break;
             case tensor_type::q5_k: pack(detail::q5_k_packed_bytes, detail::pack_q5_k); break;
             case tensor_type::q6_k: pack(detail::q6_k_packed_bytes, detail::pack_q6_k); break;
-            case tensor_type::q4_0: pack(detail::nibble_packed_bytes, detail::pack_q4_0); break;
-            case tensor_type::iq4_nl: pack(detail::nibble_packed_bytes, detail::pack_iq4_nl); break;
             default: pack(detail::iq4_xs_packed_bytes, detail::pack_iq4_xs); break;
         }
         return p;

@@ -52,6 +52,7 @@ std::vector<std::byte> random_weights(tensor_type type, int64_t n_rows, int64_t 
         switch (type) {
             case tensor_type::q8_0:
             case tensor_type::q4_0:
+            case tensor_type::q5_0:
             case tensor_type::iq4_nl: std::memcpy(block, &d, 2); break;
             case tensor_type::q4_k:
             case tensor_type::q5_k:
@@ -490,10 +491,14 @@ TEST_CASE("matmul of k-quant and iq4_xs weights packed in groups of 16 rows matc
     }
 }
 
-TEST_CASE("matmul of q4_0 and iq4_nl weights packed in groups of 16 rows matches the weights in place at every level and batch size") {
+TEST_CASE("matmul of q4_0, iq4_nl, q5_0 and q8_0 weights packed in groups of 16 rows matches the weights in place at every level and batch size") {
     // 37 rows: two whole groups and a tail of 5 padded with zero rows; 5 blocks a row.
     const int64_t n_rows = 37, n_cols = 160;
-    for (tensor_type type : {tensor_type::q4_0, tensor_type::iq4_nl}) {
+    // with the bytes of one block of 32 columns of 16 rows, its scales included
+    for (const auto& packing : {std::pair{tensor_type::q4_0, size_t{288}}, std::pair{tensor_type::iq4_nl, size_t{288}},
+                                std::pair{tensor_type::q5_0, size_t{352}}, std::pair{tensor_type::q8_0, size_t{544}}}) {
+        const tensor_type type = packing.first;  // a plain variable: doctest's CAPTURE takes it into a lambda
+        const size_t block_bytes = packing.second;
         CAPTURE(to_string(type));
         const auto w = random_weights(type, n_rows, n_cols, 59);
         const weight_panels panels = pack_panels(type, w.data(), n_rows, n_cols);
@@ -502,7 +507,7 @@ TEST_CASE("matmul of q4_0 and iq4_nl weights packed in groups of 16 rows matches
             continue;
         }
         REQUIRE(panels.data != nullptr);
-        CHECK(panels.size_bytes() == size_t{3} * (5 * 288 + 32));  // 3 groups: 5 blocks of 16 rows, padded to a line
+        CHECK(panels.size_bytes() == size_t{3} * ((5 * block_bytes + 63) / 64 * 64));  // 3 groups of 5 blocks, each padded to a line
         kernel_context scalar(1, kernel_isa::scalar);
         for (kernel_isa isa : available_isas()) {
             kernel_context one(1, isa), two(2, isa);
@@ -530,9 +535,11 @@ TEST_CASE("matmul of q4_0 and iq4_nl weights packed in groups of 16 rows matches
     }
 }
 
-TEST_CASE("only float weights of 32 rows and more, 16-multiple long, and the k-quants q4_K to q6_K and iq4_xs are packed as panels") {
+TEST_CASE("only float weights of 32 rows and more, 16-multiple long, the k-quants q4_K to q6_K and iq4_xs, and at AVX-512 q4_0, iq4_nl, q5_0 and q8_0 are packed as panels") {
     const auto q = random_weights(tensor_type::q8_0, 64, 64, 5);
-    CHECK(pack_panels(tensor_type::q8_0, q.data(), 64, 64).data == nullptr);
+    CHECK((pack_panels(tensor_type::q8_0, q.data(), 64, 64).data != nullptr) == (default_isa() == kernel_isa::avx512));
+    const auto q41 = random_weights(tensor_type::q4_1, 64, 64, 5);
+    CHECK(pack_panels(tensor_type::q4_1, q41.data(), 64, 64).data == nullptr);
     const auto few = random_weights(tensor_type::f16, 31, 64, 5);
     CHECK(pack_panels(tensor_type::f16, few.data(), 31, 64).data == nullptr);
     const auto odd = random_weights(tensor_type::f32, 64, 40, 5);
