@@ -90,7 +90,7 @@ void pack_q6_k(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
 size_t iq4_xs_packed_bytes(int64_t n_rows, int64_t n_cols);
 void pack_iq4_xs(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
 // q4_0, iq4_nl, q5_0 and q8_0 packed by pack_panels at the AVX-512 level
-// (kernels_prompt.cpp, packed16): every group of 16 rows block by block
+// (kernels_packed16.cpp): every group of 16 rows block by block
 // with the rows in the vector lanes (dword m of row i at [m][i]), the
 // nibbles as stored (q5_0's fifth bits as byte masks beside them), q8_0's
 // bytes as value + 128, then the rows' fp16 scales, the group padded to a

@@ -46,56 +46,10 @@
 
 #include "inference/gguf/quant.h"
 #include "inference/kernels/kernels_internal.h"
-
-#define TACHYON_PROMPT_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define TACHYON_PROMPT_AVX_VNNI __attribute__((target("avx2,fma,f16c,avxvnni")))
-#define TACHYON_PROMPT_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2,fma,f16c")))
+#include "inference/kernels/kernels_prompt.h"
 
 namespace tachyon::detail {
 namespace {
-
-// How the tiles read a weight type: `nibbles` keeps the block's 16 bytes of
-// nibbles (elements 4m..4m+3 in the low nibbles of dword m, 16+4m..16+4m+3
-// in the high ones), else 8 dwords of bytes; stored q + offset; `min` adds
-// m * s per block (q8_1 activations, act).
-template <class B>
-struct prompt_type;
-template <>
-struct prompt_type<block_q4_0> {
-    static constexpr bool nibbles = true, min = false;
-    static constexpr int offset = 8;
-    using act = block_q8_0;
-};
-template <>
-struct prompt_type<block_q4_1> {
-    static constexpr bool nibbles = true, min = true;
-    static constexpr int offset = 0;
-    using act = block_q8_1;
-};
-template <>
-struct prompt_type<block_q8_0> {
-    static constexpr bool nibbles = false, min = false;
-    static constexpr int offset = 128;
-    using act = block_q8_0;
-};
-template <>
-struct prompt_type<block_iq4_nl> {
-    static constexpr bool nibbles = false, min = false;
-    static constexpr int offset = 128;
-    using act = block_q8_0;
-};
-template <>
-struct prompt_type<block_q5_0> {
-    static constexpr bool nibbles = false, min = false;
-    static constexpr int offset = 16;
-    using act = block_q8_0;
-};
-template <>
-struct prompt_type<block_q5_1> {
-    static constexpr bool nibbles = false, min = true;
-    static constexpr int offset = 0;
-    using act = block_q8_1;
-};
 
 // One block of R rows: quants[m][i] holds bytes 4m..4m+3 of row i's quants
 // (DW = 4 dwords of nibbles or 8 of bytes), d[i] row i's scale.
@@ -114,61 +68,9 @@ template <class B, int R>
 using rows_of = std::conditional_t<prompt_type<B>::min, block_rows_min<R, prompt_type<B>::nibbles ? 4 : 8>,
                                    block_rows<R, prompt_type<B>::nibbles ? 4 : 8>>;
 
-// Per block and token of the activations: the scale and -offset * the sum
-// of the quants (where the integer dot of weights stored q + offset starts);
-// with q8_1 activations the block's fp16 sum s instead (the start is 0).
-// Block major, so that a tile reaches its tokens' values from one pointer.
-struct act_sums {
-    std::vector<float> d;        // [nb, n_tokens]
-    std::vector<int32_t> start;  // [nb, n_tokens]
-    std::vector<float> s;        // [nb, n_tokens], q8_1 only
-};
-
-template <class XB>
-TACHYON_PROMPT_AVX2 void sum_activations(const gemm_args& a, int64_t nb, int offset, act_sums& s) {
-    constexpr bool q8_1 = std::is_same_v<XB, block_q8_1>;
-    const size_t n = static_cast<size_t>(a.n_tokens * nb);
-    if (s.d.size() < n) {
-        s.d.resize(n);
-        s.start.resize(n);
-        if (q8_1) s.s.resize(n);
-    }
-    const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-    // 16 tokens at a time, so that each block's values fill a line of the
-    // outputs (token by token over every block, each store missed L1: 5 %
-    // of a prompt of 512)
-    constexpr int64_t chunk = 16;
-    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += chunk) {
-        const int64_t t1 = std::min(a.n_tokens, t0 + chunk);
-        for (int64_t b = 0; b < nb; ++b) {
-            for (int64_t t = t0; t < t1; ++t) {
-                const XB& x = reinterpret_cast<const XB*>(a.x + t * a.x_row_bytes)[b];
-                s.d[b * a.n_tokens + t] = _cvtsh_ss(x.d);
-                if constexpr (q8_1) {
-                    s.s[b * a.n_tokens + t] = _cvtsh_ss(x.s);
-                    s.start[b * a.n_tokens + t] = 0;
-                } else {
-                    // sum of signed bytes = sum of (byte + 128) - 32 * 128, in four sad sums of 8
-                    const __m256i q = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs)), flip);
-                    const __m256i sad = _mm256_sad_epu8(q, _mm256_setzero_si256());
-                    const __m128i h = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
-                    const int sum = static_cast<int>(_mm_cvtsi128_si64(_mm_add_epi64(h, _mm_unpackhi_epi64(h, h)))) - 32 * 128;
-                    s.start[b * a.n_tokens + t] = -offset * sum;
-                }
-            }
-        }
-    }
-}
-
 // Asks for the line `ahead` bytes past p, into L2.
 TACHYON_PROMPT_AVX2 inline void prefetch_l2(const void* p, int64_t ahead) {
     _mm_prefetch(static_cast<const char*>(p) + ahead, _MM_HINT_T1);
-}
-
-inline uint32_t load_u32(const void* p) {
-    uint32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
 }
 
 // q5_0 and q5_1 keep their fifth bits in qh.
@@ -326,125 +228,12 @@ TACHYON_PROMPT_AVX512 void tokens16(const gemm_args& a, const rows_of<B, 16>* w,
     for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
 }
 
-constexpr int nt16 = 8;  // tokens per AVX-512 tile: 8 int and 8 float sums, 16 of the 32 registers
-
 template <class B, int NT = nt16 - 1>
 TACHYON_PROMPT_AVX512 void tail16(const gemm_args& a, const rows_of<B, 16>* w, int64_t nb, const act_sums& s, int64_t r, int64_t t,
                                   __mmask16 keep, int64_t n) {
     if constexpr (NT >= 1) {
         if (n == NT) return tokens16<B, NT>(a, w, nb, s, r, t, keep);
         tail16<B, NT - 1>(a, w, nb, s, r, t, keep, n);
-    }
-}
-
-// ---- AVX-512: q4_0 / iq4_nl / q5_0 / q8_0 packed at load ----------------------
-
-// How a type's blocks of 16 rows lie in the panels: `main` bytes a block
-// (the quants' dwords [m][row]: q4_0 / iq4_nl / q5_0 4 of nibbles as
-// stored, q8_0 8 of bytes as value + 128; q5_0 then 8 byte masks of its
-// fifth bits, for the low nibbles of dwords 0-3 and the high ones), every
-// block's then one after another, then the rows' fp16 scales, 32 bytes a
-// block; the group padded to a cache line.
-template <class B>
-struct packed16 {
-    static constexpr bool nibbles = !std::is_same_v<B, block_q8_0>;
-    static constexpr bool masks = std::is_same_v<B, block_q5_0>;
-    static constexpr bool levels = std::is_same_v<B, block_iq4_nl>;
-    static constexpr size_t main = nibbles ? 256 + (masks ? 64 : 0) : 512;
-};
-
-template <class B>
-inline size_t packed16_group_bytes(int64_t n_cols) {
-    const size_t nb = static_cast<size_t>(n_cols / qk_32);
-    return (nb * (packed16<B>::main + 32) + 63) / 64 * 64;
-}
-
-// How far ahead the packed passes ask for their quants (and scales, as
-// many blocks ahead) into L2: 8 KiB (Zen 5, one thread, 2816 x 1024 q4_0
-// from 512 MiB, one token, 2 / 4 / 8 / 16 KiB ahead: 20.0-21.0 /
-// 19.9-20.3 / 21.9 / 16.4-17.4 GB/s; two threads 37-38 / 37 / 41-42 /
-// 32-33).
-constexpr int64_t packed16_prefetch_bytes = 8 << 10;
-
-// As tokens16, from a packed group: the quants as they are (q8_0), their
-// nibbles (q4_0; q5_0 with the fifth bits added under the masks) or the
-// nibbles looked up as the levels + 128 (iq4_nl); the scales as fp16.
-template <class B, int NT>
-TACHYON_PROMPT_AVX512 void packed_tokens16(const gemm_args& a, const std::byte* group, int64_t nb, const act_sums& s, int64_t r, int64_t t,
-                                           __mmask16 keep, bool prefetch) {
-    using P = packed16<B>;
-    constexpr int64_t scales_ahead = packed16_prefetch_bytes / static_cast<int64_t>(P::main) * 32;
-    const int8_t* xq[NT];  // token j's quants of block 0; block b is b * sizeof(block_q8_0) bytes on
-    for (int j = 0; j < NT; ++j) xq[j] = reinterpret_cast<const block_q8_0*>(a.x + (t + j) * a.x_row_bytes)->qs;
-    const float* dx = s.d.data() + t;  // block b, token j: dx[b * n_tokens + j]
-    const int32_t* start = s.start.data() + t;
-    const char* quants = reinterpret_cast<const char*>(group);
-    const char* scales = quants + static_cast<size_t>(nb) * P::main;
-    const __m512i low4 = _mm512_set1_epi8(0x0f);
-    [[maybe_unused]] const __m512i sixteen = _mm512_set1_epi8(0x10);
-    [[maybe_unused]] const __m512i level_bytes = _mm512_xor_si512(
-        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values))), _mm512_set1_epi8(static_cast<char>(0x80)));
-    __m512 acc[NT];
-#pragma GCC unroll 8
-    for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
-    for (int64_t b = 0; b < nb; ++b) {
-        const char* q = quants + b * static_cast<int64_t>(P::main);
-        if (prefetch) {
-#pragma GCC unroll 8
-            for (size_t l = 0; l < P::main / 64; ++l) _mm_prefetch(q + packed16_prefetch_bytes + 64 * l, _MM_HINT_T1);
-            if ((b & 1) == 0) _mm_prefetch(scales + b * 32 + scales_ahead, _MM_HINT_T1);
-        }
-        const size_t xo = static_cast<size_t>(b) * sizeof(block_q8_0);
-        __m512i sum[NT];
-#pragma GCC unroll 8
-        for (int j = 0; j < NT; ++j) sum[j] = _mm512_set1_epi32(start[b * a.n_tokens + j]);
-        if constexpr (P::nibbles) {
-#pragma GCC unroll 4
-            for (int m = 0; m < 4; ++m) {
-                const __m512i v = _mm512_load_si512(q + 64 * m);
-                __m512i lo = _mm512_and_si512(v, low4);
-                __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-                if constexpr (P::levels) {
-                    lo = _mm512_shuffle_epi8(level_bytes, lo);
-                    hi = _mm512_shuffle_epi8(level_bytes, hi);
-                }
-                if constexpr (P::masks) {
-                    uint64_t mlo, mhi;
-                    std::memcpy(&mlo, q + 256 + 8 * m, 8);
-                    std::memcpy(&mhi, q + 256 + 32 + 8 * m, 8);
-                    lo = _mm512_mask_add_epi8(lo, mlo, lo, sixteen);
-                    hi = _mm512_mask_add_epi8(hi, mhi, hi, sixteen);
-                }
-#pragma GCC unroll 8
-                for (int j = 0; j < NT; ++j) {
-                    sum[j] = _mm512_dpbusd_epi32(sum[j], lo, _mm512_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m))));
-                    sum[j] = _mm512_dpbusd_epi32(sum[j], hi, _mm512_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 16 + 4 * m))));
-                }
-            }
-        } else {
-#pragma GCC unroll 8
-            for (int m = 0; m < 8; ++m) {
-                const __m512i v = _mm512_load_si512(q + 64 * m);
-#pragma GCC unroll 8
-                for (int j = 0; j < NT; ++j)
-                    sum[j] = _mm512_dpbusd_epi32(sum[j], v, _mm512_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m))));
-            }
-        }
-        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales + b * 32)));
-#pragma GCC unroll 8
-        for (int j = 0; j < NT; ++j)
-            acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(dw, _mm512_set1_ps(dx[b * a.n_tokens + j])), acc[j]);
-    }
-#pragma GCC unroll 8
-    for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
-}
-
-template <class B, int NT = nt16 - 1>
-TACHYON_PROMPT_AVX512 void packed_tail16(const gemm_args& a, const std::byte* group, int64_t nb, const act_sums& s, int64_t r, int64_t t,
-                                         __mmask16 keep, int64_t n, bool prefetch) {
-    if constexpr (NT >= 1) {
-        if (n == NT) return packed_tokens16<B, NT>(a, group, nb, s, r, t, keep, prefetch);
-        packed_tail16<B, NT - 1>(a, group, nb, s, r, t, keep, n, prefetch);
     }
 }
 
@@ -823,64 +612,6 @@ void gemm_prompt_avx512(const gemm_args& a, int64_t r0, int64_t r1) {
         });
 }
 
-// Rows [r0, r1) (r0 a multiple of 16) from the packed groups at a.panels,
-// every token: panels of tokens as by_row_groups, 8 tokens a pass.
-template <class B>
-void gemm_packed16(const gemm_args& a, int64_t r0, int64_t r1) {
-    const int64_t nb = a.n_cols / qk_32;
-    thread_local act_sums s;
-    sum_activations<block_q8_0>(a, nb, prompt_type<B>::offset, s);
-    const size_t group_bytes = packed16_group_bytes<B>(a.n_cols);
-    const int64_t panel = std::max<int64_t>(nt16, prompt_panel_bytes / static_cast<int64_t>(a.x_row_bytes) / nt16 * nt16);
-    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
-        const int64_t t1 = std::min(a.n_tokens, t0 + panel);
-        for (int64_t r = r0; r < r1; r += 16) {
-            const std::byte* group = a.panels + static_cast<size_t>(r / 16) * group_bytes;
-            const auto keep = static_cast<__mmask16>((1u << std::min<int64_t>(16, r1 - r)) - 1);
-            int64_t t = t0;
-            // the first pass over the group brings it in; the rest find it in L1 or L2
-            for (; t + nt16 <= t1; t += nt16) packed_tokens16<B, nt16>(a, group, nb, s, r, t, keep, t == t0);
-            packed_tail16<B>(a, group, nb, s, r, t, keep, t1 - t, t == t0);
-        }
-    }
-}
-
-// Lays rows out as packed16 says.
-template <class B>
-void pack16(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
-    using P = packed16<B>;
-    const int64_t nb = n_cols / qk_32;
-    const size_t row_bytes = static_cast<size_t>(nb) * sizeof(B);
-    const size_t group_bytes = packed16_group_bytes<B>(n_cols);
-    const int64_t n_groups = (n_rows + 15) / 16;
-    std::memset(out, 0, static_cast<size_t>(n_groups) * group_bytes);
-    for (int64_t g = 0; g < n_groups; ++g) {
-        std::byte* group = out + static_cast<size_t>(g) * group_bytes;
-        auto* scales = reinterpret_cast<uint16_t*>(group + static_cast<size_t>(nb) * P::main);  // [nb][16]
-        for (int i = 0; i < 16 && g * 16 + i < n_rows; ++i) {
-            const B* row = reinterpret_cast<const B*>(static_cast<const std::byte*>(w) + static_cast<size_t>(g * 16 + i) * row_bytes);
-            for (int64_t b = 0; b < nb; ++b) {
-                std::byte* blk = group + static_cast<size_t>(b) * P::main;
-                auto* quants = reinterpret_cast<uint32_t*>(blk);  // [dword][16]
-                if constexpr (P::nibbles) {
-                    for (int m = 0; m < 4; ++m) quants[m * 16 + i] = load_u32(row[b].qs + 4 * m);
-                } else {
-                    for (int m = 0; m < 8; ++m) quants[m * 16 + i] = load_u32(row[b].qs + 4 * m) ^ 0x80808080u;
-                }
-                if constexpr (P::masks) {
-                    // bit 4i + k of mask m (low nibbles) / 4 + m (high): the fifth bit of element 4m + k / 16 + 4m + k
-                    const uint32_t qh = load_u32(row[b].qh);
-                    auto* masks = reinterpret_cast<uint64_t*>(blk + 256);
-                    for (int m = 0; m < 8; ++m)
-                        for (int k = 0; k < 4; ++k)
-                            if ((qh >> (4 * m + k)) & 1u) masks[m] |= uint64_t{1} << (4 * i + k);
-                }
-                scales[b * 16 + i] = row[b].d;
-            }
-        }
-    }
-}
-
 template <class B, bool Vnni>
 void gemm_prompt_avx2(const gemm_args& a, int64_t r0, int64_t r1) {
     using rows = rows_of<B, 8>;
@@ -937,37 +668,6 @@ gemm_fn prompt_gemm_avx512(tensor_type weight) {
         case tensor_type::iq4_nl: return gemm_prompt_avx512<block_iq4_nl>;
         case tensor_type::q5_0: return gemm_prompt_avx512<block_q5_0>;
         case tensor_type::q5_1: return gemm_prompt_avx512<block_q5_1>;
-        default: return nullptr;
-    }
-}
-
-size_t packed16_bytes(tensor_type weight, int64_t n_rows, int64_t n_cols) {
-    const auto groups = static_cast<size_t>((n_rows + 15) / 16);
-    switch (weight) {
-        case tensor_type::q4_0: return groups * packed16_group_bytes<block_q4_0>(n_cols);
-        case tensor_type::iq4_nl: return groups * packed16_group_bytes<block_iq4_nl>(n_cols);
-        case tensor_type::q5_0: return groups * packed16_group_bytes<block_q5_0>(n_cols);
-        case tensor_type::q8_0: return groups * packed16_group_bytes<block_q8_0>(n_cols);
-        default: return 0;
-    }
-}
-
-void pack_rows16(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
-    switch (weight) {
-        case tensor_type::q4_0: return pack16<block_q4_0>(w, n_rows, n_cols, out);
-        case tensor_type::iq4_nl: return pack16<block_iq4_nl>(w, n_rows, n_cols, out);
-        case tensor_type::q5_0: return pack16<block_q5_0>(w, n_rows, n_cols, out);
-        case tensor_type::q8_0: return pack16<block_q8_0>(w, n_rows, n_cols, out);
-        default: return;
-    }
-}
-
-gemm_fn packed16_gemm512(tensor_type weight) {
-    switch (weight) {
-        case tensor_type::q4_0: return gemm_packed16<block_q4_0>;
-        case tensor_type::iq4_nl: return gemm_packed16<block_iq4_nl>;
-        case tensor_type::q5_0: return gemm_packed16<block_q5_0>;
-        case tensor_type::q8_0: return gemm_packed16<block_q8_0>;
         default: return nullptr;
     }
 }

@@ -158,15 +158,22 @@ case $page in *"\"id\":\"$first_id\""*) ;; *) fail "GET /v1/runs?state=$state la
 code=$(curl -s -o /dev/null -w '%{http_code}' "$base/v1/runs?state=done")
 [ "$code" = 400 ] || fail "GET /v1/runs?state=done answered $code, expected 400"
 
-# Cancelled through serve while the workers go on: it ends cancelled, by
-# serve if no worker took it yet, else by its worker in its journal.
-out=$(curl -sf "$base/v1/runs" -H 'Content-Type: application/json' -d "$body") || fail "POST /v1/runs (to cancel)"
+# Cancelled through serve before a worker takes it: it ends cancelled, and
+# no worker runs it once they go on. The workers are held stopped while it
+# is queued and cancelled: a run of 3 steps on the shipped model can end
+# between two requests, and the cancel of an ended run answers its end.
+workers=("${pids[@]:1}")
+kill -STOP "${workers[@]}" 2>/dev/null || true
+out=$(curl -sf "$base/v1/runs" -H 'Content-Type: application/json' -d "$body") || { kill -CONT "${workers[@]}" 2>/dev/null; fail "POST /v1/runs (to cancel)"; }
 cancel_id=$(printf '%s' "$out" | sed -n 's/^{"id":"\([^"]*\)".*/\1/p')
-curl -sf -X POST "$base/v1/runs/$cancel_id/cancel" >/dev/null || fail "POST /v1/runs/$cancel_id/cancel"
+cancelled=$(curl -sf -X POST "$base/v1/runs/$cancel_id/cancel") || { kill -CONT "${workers[@]}" 2>/dev/null; fail "POST /v1/runs/$cancel_id/cancel"; }
+kill -CONT "${workers[@]}" 2>/dev/null || true
+case $cancelled in *'"state":"cancelled"'*) ;; *) fail "POST /v1/runs/$cancel_id/cancel of a queued run answered $cancelled" ;; esac
 for _ in $(seq 400); do
     [ "$(q "SELECT state FROM tachyon.runs WHERE id = '$cancel_id'")" = cancelled ] && break
     sleep 0.02
 done
+sleep 1  # the workers poll every 50 ms: time to take it, were it still offered
 [ "$(q "SELECT state FROM tachyon.runs WHERE id = '$cancel_id'")" = cancelled ] || fail "run $cancel_id did not end cancelled"
 [ "$(q "SELECT count(*) FROM tachyon.events WHERE run_id = '$cancel_id' AND event->>'type' = 'run_end' AND event->>'state' <> 'cancelled'")" = 0 ] ||
     fail "run $cancel_id ended otherwise in its journal"
