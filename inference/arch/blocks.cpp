@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "base/assert.h"
 #include "inference/gguf/quant.h"
@@ -40,13 +41,16 @@ result<const float*> bind_vector(const gguf_file& file, const std::string& name,
     if (t->shape.size() != 1 || t->shape[0] != n) {
         return make_error(errc::parse_error, file.path() + ": tensor '" + name + "' should have shape [" + std::to_string(n) + "]");
     }
-    if (t->type == tensor_type::f32) return reinterpret_cast<const float*>(t->data);
-    if (!can_dequantize(t->type)) {
+    if (t->type != tensor_type::f32 && !can_dequantize(t->type)) {
         return make_error(errc::unsupported, file.path() + ": tensor '" + name + "' has unsupported type " + std::string(to_string(t->type)));
     }
-    // Small vectors (norms, biases) in another type are converted once.
+    // Small vectors (norms, biases) are copied (converted to f32 when stored
+    // otherwise) once: read in the mapping at every forward, they would bring
+    // back the page cache's folios around them, pages of the neighbouring
+    // matrices whose packed copies replaced them.
     owned.emplace_back(static_cast<size_t>(n));
-    dequantize_row(t->type, t->data, owned.back().data(), n);
+    if (t->type == tensor_type::f32) std::memcpy(owned.back().data(), t->data, static_cast<size_t>(n) * sizeof(float));
+    else dequantize_row(t->type, t->data, owned.back().data(), n);
     return static_cast<const float*>(owned.back().data());
 }
 
@@ -98,13 +102,19 @@ void activation_pool::put(std::unique_ptr<activations> set) {
     free_.push_back(std::move(set));
 }
 
-void embed_tokens(const weight_ref& tok_embd, std::span<const int32_t> tokens, float* x) {
+void embed_tokens(const weight_ref& tok_embd, std::span<const int32_t> tokens, float* x, const gguf_file* read_rows) {
     const int64_t n_embd = tok_embd.n_cols;
     const size_t embd_row = row_bytes(traits_of(tok_embd.type), n_embd);
+    std::vector<std::byte> row(read_rows != nullptr ? embd_row : 0);
     for (size_t t = 0; t < tokens.size(); ++t) {
         const int32_t id = tokens[t];
         TACHYON_ASSERT(id >= 0 && id < tok_embd.n_rows, "forward: token id out of range");
-        dequantize_row(tok_embd.type, static_cast<const std::byte*>(tok_embd.data) + embd_row * static_cast<size_t>(id), x + t * n_embd, n_embd);
+        const std::byte* src = static_cast<const std::byte*>(tok_embd.data) + embd_row * static_cast<size_t>(id);
+        if (read_rows != nullptr) {
+            read_rows->copy_bytes(src, embd_row, row.data());
+            src = row.data();
+        }
+        dequantize_row(tok_embd.type, src, x + t * n_embd, n_embd);
     }
 }
 

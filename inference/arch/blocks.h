@@ -127,8 +127,11 @@ struct attention_buffers {
     float* att;  // [n, n_embd_q]
 };
 
-// x: [n, n_embd] = rows of tok_embd (any type dequantize_row reads) for the batch's tokens.
-void embed_tokens(const weight_ref& tok_embd, std::span<const int32_t> tokens, float* x);
+// x: [n, n_embd] = rows of tok_embd (any type dequantize_row reads) for the
+// batch's tokens. With read_rows, the rows are read from that file
+// (gguf_file::copy_bytes) rather than through the mapping, whose pages of
+// tok_embd were released.
+void embed_tokens(const weight_ref& tok_embd, std::span<const int32_t> tokens, float* x, const gguf_file* read_rows = nullptr);
 
 // y = RMSNorm of each row of x, times w.   x, y: [n, n_embd]; w: [n_embd]
 void rms_norm(float* y, const float* x, const float* w, int64_t n, int64_t n_embd, float eps, kernel_isa isa);

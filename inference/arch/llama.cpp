@@ -57,6 +57,7 @@ private:
     static constexpr size_t max_packed_bytes = size_t{16} << 20;
 
     weight_ref tok_embd_;                    // [n_vocab, n_embd]
+    bool embd_rows_from_file_ = false;       // its pages released (a packed tied output)
     std::vector<layer_weights> layers_;      // [n_layer]
     const float* output_norm_ = nullptr;     // [n_embd]
     weight_ref output_;                      // [n_vocab, n_embd] (token_embd when tied)
@@ -257,7 +258,9 @@ void decoder_model::dequantize_all() {
 // where a second copy would only add to what is read and held. q4_K, q5_K,
 // q6_K and iq4_xs matrices are packed at every size (AVX2 and up), and
 // the kernels read nothing else (panels_replace_weights), so the mapping's
-// pages of them then go and the model holds one copy.
+// pages of them then go and the model holds one copy. A tied output's
+// token_embd.weight goes too: its lookups then read their rows from the
+// file (embed_tokens), which maps none of it.
 void decoder_model::pack_weights() {
     std::vector<weight_ref*> all = matrices();
     all.push_back(&output_);
@@ -267,17 +270,28 @@ void decoder_model::pack_weights() {
         float_total += w->bytes();
     }
     const bool pack_floats = float_total > 0 && float_total <= max_packed_bytes;
+    // One allocation for all the panels, each at a 64-byte offset: whole
+    // huge pages, where one per matrix left most matrices a part-used one.
+    std::vector<std::pair<weight_ref*, size_t>> packed;  // matrix, offset
+    size_t total = 0;
     for (weight_ref* w : all) {
-        const bool quantized = packs_quantized(w->type);
-        if (w->panels != nullptr || (!quantized && !pack_floats)) continue;
-        auto p = pack_panels(w->type, w->data, w->n_rows, w->n_cols);
-        if (p.data == nullptr) continue;
-        w->panels = p.data;
-        panels_.push_back(std::move(p));
-        // a tied output's token_embd.weight is still read by the lookups
-        const bool looked_up = w->data == tok_embd_.data;
-        if (quantized && panels_replace_weights(w->type) && !looked_up) file_->release_pages(w->data, w->bytes());
+        if (w->panels != nullptr || (!packs_quantized(w->type) && !pack_floats)) continue;
+        const size_t bytes = panels_bytes(w->type, w->n_rows, w->n_cols);
+        if (bytes == 0) continue;
+        packed.emplace_back(w, total);
+        total += (bytes + 63) / 64 * 64;
     }
+    if (packed.empty()) return;
+    weight_panels arena = allocate_weight_panels(total);
+    for (auto [w, offset] : packed) {
+        std::byte* dst = arena.storage.get() + offset;
+        pack_panels_into(w->type, w->data, w->n_rows, w->n_cols, dst);
+        w->panels = dst;
+        if (!packs_quantized(w->type) || !panels_replace_weights(w->type)) continue;
+        file_->release_pages(w->data, w->bytes());
+        if (w->data == tok_embd_.data) embd_rows_from_file_ = true;
+    }
+    panels_.push_back(std::move(arena));
 }
 
 // One transformer block: norm → attention → (post-norm, scale) → residual →
@@ -312,7 +326,7 @@ void decoder_model::forward(kernel_context& ctx, const forward_batch& batch, kv_
     activations& A = *set;
     const int64_t n = static_cast<int64_t>(batch.size());
 
-    embed_tokens(tok_embd_, batch.tokens, A.x.data());
+    embed_tokens(tok_embd_, batch.tokens, A.x.data(), embd_rows_from_file_ ? file_.get() : nullptr);
     if (hp.embedding_scale != 1.0f) scale(A.x.data(), n * hp.n_embd, hp.embedding_scale);
     rope_table(A.rope.data(), n, batch.positions.data(), rope_);
     if (hp.traits.swa_own_rope) rope_table(A.rope_swa.data(), n, batch.positions.data(), rope_swa_);

@@ -517,6 +517,11 @@ void gguf_file::release_pages(const void* p, size_t n) const {
     if (map_ != nullptr) map_->release(p, n);
 }
 
+void gguf_file::copy_bytes(const void* p, size_t n, void* dst) const {
+    if (map_ != nullptr) map_->copy(p, n, dst);
+    else std::memcpy(dst, p, n);
+}
+
 // --- typed lookups -----------------------------------------------------------
 
 namespace {

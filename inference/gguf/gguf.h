@@ -120,6 +120,10 @@ public:
     // read back from the file. Does nothing for a parsed in-memory image.
     void release_pages(const void* p, size_t n) const;
 
+    // Copies [p, p + n) of the file's data to dst without mapping its pages
+    // into memory (mapped_file::copy); a plain copy for an in-memory image.
+    void copy_bytes(const void* p, size_t n, void* dst) const;
+
 private:
     gguf_file() = default;
 

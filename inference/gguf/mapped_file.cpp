@@ -46,7 +46,7 @@ result<std::unique_ptr<mapped_file>> mapped_file::open(const std::string& path) 
         }
         file->base_ = base;
     }
-    ::close(fd);  // the mapping keeps its own reference to the file
+    file->fd_ = fd;
     return file;
 }
 
@@ -61,8 +61,26 @@ void mapped_file::release(const void* p, size_t n) const {
     if (end > begin) (void)::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
+void mapped_file::copy(const void* p, size_t n, void* dst) const {
+    const auto* src = static_cast<const std::byte*>(p);
+    const auto* lo = static_cast<const std::byte*>(base_);
+    auto* out = static_cast<std::byte*>(dst);
+    size_t done = 0;
+    if (fd_ >= 0 && src >= lo && src + n <= lo + size_) {
+        const auto offset = static_cast<off_t>(src - lo);
+        while (done < n) {
+            const ssize_t got = ::pread(fd_, out + done, n - done, offset + static_cast<off_t>(done));
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) break;
+            done += static_cast<size_t>(got);
+        }
+    }
+    if (done < n) std::memcpy(out + done, src + done, n - done);
+}
+
 mapped_file::~mapped_file() {
     if (base_ != nullptr) ::munmap(base_, size_);
+    if (fd_ >= 0) ::close(fd_);
 }
 
 }  // namespace tachyon

@@ -30,12 +30,21 @@ public:
     // touched again. p must lie in the mapping.
     void release(const void* p, size_t n) const;
 
+    // Copies [p, p + n) of the mapping to dst by reading the file, so no page
+    // of it is mapped into this process: rows looked up in a tensor whose
+    // pages were released add nothing to the resident set (a mapped read
+    // would bring back the page cache's whole folio around them, up to
+    // megabytes on current kernels). Falls back to copying from the mapping
+    // when the read fails. p must lie in the mapping.
+    void copy(const void* p, size_t n, void* dst) const;
+
 private:
     mapped_file() = default;
 
     std::string path_;
     void* base_ = nullptr;  // nullptr for an empty file
     size_t size_ = 0;
+    int fd_ = -1;  // kept open for copy()
 };
 
 }  // namespace tachyon

@@ -550,53 +550,56 @@ bool panels_replace_weights(tensor_type weight) { return packs_quantized(weight)
 
 void weight_panels::release::operator()(std::byte* p) const noexcept { std::free(p); }
 
-namespace {
-
 // Storage for `bytes` of panels: 64-byte aligned, and where it spans a huge
 // page at least, 2 MiB aligned with MADV_HUGEPAGE asked before any page is
-// touched (Linux; elsewhere, or when refused, small pages).
-void allocate_panels(weight_panels& p, size_t bytes) {
+// touched (Linux; elsewhere, or when refused, small pages) for its whole
+// huge pages only: the tail stays in small pages, as a huge one there would
+// hold up to 2 MiB that nothing uses (one 3 MiB matrix took 4).
+weight_panels allocate_weight_panels(size_t bytes) {
     constexpr size_t huge = size_t{2} << 20;
     const size_t align = bytes >= huge ? huge : 64;
-    const size_t rounded = (bytes + align - 1) / align * align;
+    const size_t rounded = (std::max<size_t>(bytes, 1) + align - 1) / align * align;
     auto* mem = static_cast<std::byte*>(std::aligned_alloc(align, rounded));
     if (mem == nullptr) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE
-    if (align == huge) ::madvise(mem, rounded, MADV_HUGEPAGE);
+    if (align == huge) ::madvise(mem, bytes / huge * huge, MADV_HUGEPAGE);
 #endif
+    weight_panels p;
     p.storage.reset(mem);
     p.bytes = bytes;  // what the kernels read, not the padding
     p.data = mem;
+    return p;
 }
 
-}  // namespace
-
-weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols) {
-    weight_panels p;
-    if (!panels_pay(weight, n_rows, n_cols)) return p;
-    if (packs_rows16(weight)) {
-        allocate_panels(p, detail::packed16_bytes(weight, n_rows, n_cols));
-        detail::pack_rows16(weight, w, n_rows, n_cols, p.storage.get());
-        return p;
-    }
-    if (packs_quantized(weight)) {
-        const auto pack = [&](size_t (*bytes)(int64_t, int64_t), void (*lay_out)(const void*, int64_t, int64_t, std::byte*)) {
-            allocate_panels(p, bytes(n_rows, n_cols));
-            lay_out(w, n_rows, n_cols, p.storage.get());
-        };
-        switch (weight) {
-            case tensor_type::q4_k: pack(detail::q4_k_packed_bytes, detail::pack_q4_k); break;
-            case tensor_type::q5_k: pack(detail::q5_k_packed_bytes, detail::pack_q5_k); break;
-            case tensor_type::q6_k: pack(detail::q6_k_packed_bytes, detail::pack_q6_k); break;
-            default: pack(detail::iq4_xs_packed_bytes, detail::pack_iq4_xs); break;
-        }
-        return p;
+size_t panels_bytes(tensor_type weight, int64_t n_rows, int64_t n_cols) {
+    if (!panels_pay(weight, n_rows, n_cols)) return 0;
+    if (packs_rows16(weight)) return detail::packed16_bytes(weight, n_rows, n_cols);
+    switch (weight) {
+        case tensor_type::q4_k: return detail::q4_k_packed_bytes(n_rows, n_cols);
+        case tensor_type::q5_k: return detail::q5_k_packed_bytes(n_rows, n_cols);
+        case tensor_type::q6_k: return detail::q6_k_packed_bytes(n_rows, n_cols);
+        case tensor_type::iq4_xs: return detail::iq4_xs_packed_bytes(n_rows, n_cols);
+        default: break;
     }
     const size_t elem = weight == tensor_type::f32 ? 4 : 2;
+    return static_cast<size_t>((n_rows / panel_rows) * n_cols * panel_rows) * elem;
+}
+
+void pack_panels_into(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols, std::byte* dst) {
+    TACHYON_ASSERT(panels_pay(weight, n_rows, n_cols), "pack_panels_into: no panels for this weight");
+    TACHYON_ASSERT(reinterpret_cast<uintptr_t>(dst) % 64 == 0, "pack_panels_into: destination not 64-byte aligned");
+    if (packs_rows16(weight)) {
+        detail::pack_rows16(weight, w, n_rows, n_cols, dst);
+        return;
+    }
+    switch (weight) {
+        case tensor_type::q4_k: detail::pack_q4_k(w, n_rows, n_cols, dst); return;
+        case tensor_type::q5_k: detail::pack_q5_k(w, n_rows, n_cols, dst); return;
+        case tensor_type::q6_k: detail::pack_q6_k(w, n_rows, n_cols, dst); return;
+        case tensor_type::iq4_xs: detail::pack_iq4_xs(w, n_rows, n_cols, dst); return;
+        default: break;
+    }
     const int64_t n_groups = n_rows / panel_rows;
-    const size_t bytes = static_cast<size_t>(n_groups * n_cols * panel_rows) * elem;
-    allocate_panels(p, bytes);
-    std::byte* dst = p.storage.get();
     // dst[g][k][i] = W[g * 32 + i][k]
     const auto pack = [&](auto* out, const auto* in) {
         for (int64_t g = 0; g < n_groups; ++g)
@@ -606,8 +609,15 @@ weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int
                 for (int64_t k = 0; k < n_cols; ++k) group[k * panel_rows] = row[k];
             }
     };
-    if (elem == 4) pack(reinterpret_cast<float*>(dst), static_cast<const float*>(w));
+    if (weight == tensor_type::f32) pack(reinterpret_cast<float*>(dst), static_cast<const float*>(w));
     else pack(reinterpret_cast<uint16_t*>(dst), static_cast<const uint16_t*>(w));
+}
+
+weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols) {
+    const size_t bytes = panels_bytes(weight, n_rows, n_cols);
+    if (bytes == 0) return {};
+    weight_panels p = allocate_weight_panels(bytes);
+    pack_panels_into(weight, w, n_rows, n_cols, p.storage.get());
     return p;
 }
 

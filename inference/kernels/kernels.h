@@ -201,6 +201,15 @@ bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols);
 bool panels_replace_weights(tensor_type weight);
 // The panels of w (empty unless panels_pay).
 weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols);
+// What pack_panels does in two steps, for a model that packs all its
+// matrices into one allocation (whole huge pages, none half used): the
+// bytes of w's panels (0 unless panels_pay), and the packing into dst
+// (64-byte aligned, that many bytes).
+size_t panels_bytes(tensor_type weight, int64_t n_rows, int64_t n_cols);
+void pack_panels_into(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols, std::byte* dst);
+// Storage for panels (weight_panels::data), 64-byte aligned, in transparent
+// huge pages where the system gives them.
+weight_panels allocate_weight_panels(size_t bytes);
 
 template <class Fn>
 void kernel_context::parallel_for(int64_t n, int64_t grain, const Fn& fn) {

@@ -2,12 +2,14 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "inference/kernels/kernels.h"
@@ -489,4 +491,116 @@ TEST_CASE("mistral3's attention temperature sharpens the queries from attention.
     };
     for (int p = 0; p < 4; ++p) CHECK(row_diff(p) == 0.0f);  // factor 1 + 0.5 ln(1) = 1
     for (int p = 4; p < 10; ++p) CHECK(row_diff(p) > 0.0f);
+}
+
+namespace {
+
+// Bytes of [p, p + n) mapped into this process now (/proc/self/pagemap's
+// present bit, which needs no privilege), whole pages only.
+size_t resident_bytes(const void* p, size_t n) {
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page, end = (reinterpret_cast<uintptr_t>(p) + n) / page;
+    if (end <= begin) return 0;
+    const int fd = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    std::vector<uint64_t> entries(end - begin);
+    const auto want = static_cast<ssize_t>(entries.size() * 8);
+    const ssize_t got = ::pread(fd, entries.data(), static_cast<size_t>(want), static_cast<off_t>(begin * 8));
+    ::close(fd);
+    if (got != want) return 0;
+    size_t present = 0;
+    for (uint64_t e : entries) present += e >> 63;
+    return present * page;
+}
+
+}  // namespace
+
+namespace {
+
+// Loads a copy of `file` of the conformance set, runs four batches through
+// it, and checks that the file's pages of the matrices whose packed copies
+// replace them stay out of memory.
+void check_packed_weights_leave_memory(const std::string& file) {
+    const std::string path = std::string(TACHYON_CONFORMANCE_DIR) + "/arch/" + file;
+    if (!std::filesystem::exists(path)) {
+        MESSAGE("skipped: " << path << " is absent");
+        return;
+    }
+    // A copy written in one piece: the page cache then holds it in large
+    // folios, as it does a model just downloaded or quantized, and a read of
+    // one page maps the whole folio around it.
+    const std::string copy = (test_dir() / file).string();
+    {
+        std::ifstream in(path, std::ios::binary);
+        const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::ofstream(copy, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    }
+    auto m = load_model(copy);
+    std::filesystem::remove(copy);  // the mapping keeps the file
+    REQUIRE(m.ok());
+    // The matrices whose packed copies replace them, and of those the ones
+    // no matrix read in place lies within 2 MiB of (a read there maps the
+    // page cache's folio around it, which may reach into a neighbour).
+    struct span_of {
+        const std::byte* p;
+        size_t n;
+        bool replaced;
+    };
+    // token_embd.weight is packed only as a tied output; else its lookups
+    // read it in place.
+    const bool tied = (*m)->file().find_tensor("output.weight") == nullptr;
+    std::vector<span_of> all;
+    for (const gguf_tensor_info& t : (*m)->file().tensors()) {
+        if (t.shape.size() != 2) continue;
+        const bool packed = panels_replace_weights(t.type) && panels_pay(t.type, t.shape[1], t.shape[0]);
+        all.push_back({t.data, t.n_bytes, packed && (tied || t.name != "token_embd.weight")});
+    }
+    constexpr size_t reach = size_t{2} << 20;
+    size_t replaced = 0;
+    std::vector<std::pair<const void*, size_t>> released;
+    for (const span_of& a : all) {
+        if (!a.replaced) continue;
+        replaced += a.n;
+        const bool near_kept = std::any_of(all.begin(), all.end(), [&](const span_of& b) {
+            return !b.replaced && b.p < a.p + a.n + reach && a.p < b.p + b.n + reach;
+        });
+        if (!near_kept) released.emplace_back(a.p, a.n);
+    }
+    if (released.empty()) {
+        MESSAGE("skipped: this CPU's kernels read in place every matrix of " << file << ", or one near each packed one");
+        return;
+    }
+    kernel_context ctx(1);
+    kv_cache kv = make_kv(**m, 64);
+    const seq_id s = kv.create();
+    const int n_vocab = (*m)->hparams().n_vocab;
+    for (int step = 0; step < 4; ++step) {
+        forward_batch batch;
+        for (int p = 0; p < 8; ++p) batch.add((step * 8 + p) * 7919 % n_vocab, s, step * 8 + p, p == 7);
+        REQUIRE(kv.reserve(s, (step + 1) * 8).ok());
+        std::vector<float> logits(static_cast<size_t>(n_vocab));
+        (*m)->forward(ctx, batch, kv, logits.data());
+    }
+    const std::vector<char> touched(size_t{1} << 20, 1);
+    REQUIRE(resident_bytes(touched.data(), touched.size()) >= touched.size() - 2 * 4096);  // the probe sees pages
+    size_t back = 0, checked = 0;
+    for (auto [p, n] : released) {
+        back += resident_bytes(p, n);
+        checked += n;
+    }
+    MESSAGE(file << ": replaced " << replaced << " bytes; of the " << checked << " away from weights read in place, " << back << " mapped after the forwards");
+    CHECK(back < checked / 10);
+}
+
+}  // namespace
+
+TEST_CASE("weights whose packed copies replace them leave the file's pages, and run after run do not come back: memory is one copy") {
+    // A Qwen2.5-0.5B shape: a tied output, k-quants (packed from AVX2 up),
+    // q5_0 and q8_0 fallbacks (packed at the AVX-512 level below AMX).
+    check_packed_weights_leave_memory("qwen2_896.Q4_K_M.gguf");
+    // Llama 3: k-quants only.
+    check_packed_weights_leave_memory("llama3.Q4_K_M.gguf");
+    check_packed_weights_leave_memory("gemma3.Q4_K_M.gguf");
+    check_packed_weights_leave_memory("smollm3.Q4_K_M.gguf");
+    check_packed_weights_leave_memory("gemma2.Q4_K_M.gguf");
 }
