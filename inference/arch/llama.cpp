@@ -50,7 +50,7 @@ private:
     status check_all_used() const;
     void dequantize_all();
     void layer(kernel_context& ctx, activations& A, const forward_batch& batch, kv_cache& kv, int il);
-    void pack_weights();
+    void pack_weights(bool exact);
     std::vector<weight_ref*> matrices();
 
     // Float weights up to this size in all are packed as panels.
@@ -146,7 +146,7 @@ status decoder_model::bind(std::unique_ptr<gguf_file> file, const arch_traits& t
     TACHYON_TRY(bind_rope(options));
     TACHYON_TRY(check_all_used());
     if (options.exact) dequantize_all();
-    pack_weights();
+    pack_weights(options.exact);
     attention_shape shape{hp.n_layer, hp.n_head, hp.n_head_kv, hp.head_dim};
     shape.scale = hp.attention_scale;
     shape.softcap = hp.attn_softcap;
@@ -254,19 +254,23 @@ void decoder_model::dequantize_all() {
 // Float models small enough that their weights stay in cache get their
 // matrices packed as panels too (kernels.h): decode of several sequences
 // and the verification of drafts then multiply without transposes or
-// horizontal sums. Larger float models stream their weights from memory,
-// where a second copy would only add to what is read and held. q4_K, q5_K,
-// q6_K and iq4_xs matrices are packed at every size (AVX2 and up), and
-// the kernels read nothing else (panels_replace_weights), so the mapping's
-// pages of them then go and the model holds one copy. A tied output's
+// horizontal sums. Larger float models are packed only where the kernels
+// then read nothing else (the AVX-512 level below AMX): elsewhere a second
+// copy would only add to what is read and held. q4_K, q5_K, q6_K and
+// iq4_xs matrices are packed at every size (AVX2 and up), q4_0, iq4_nl,
+// q5_0 and q8_0 at the AVX-512 level, and the kernels read nothing else
+// (panels_replace_weights), so the mapping's pages of them then go and the
+// model holds one copy. A tied output's
 // token_embd.weight goes too: its lookups then read their rows from the
 // file (embed_tokens), which maps none of it.
-void decoder_model::pack_weights() {
+void decoder_model::pack_weights(bool exact) {
     std::vector<weight_ref*> all = matrices();
     all.push_back(&output_);
+    // exact matrices are f32 copies of the model's own: packing them would add a third
+    const auto replaced = [&](const weight_ref* w) { return !exact && panels_replace_weights(w->type, w->n_rows, w->n_cols); };
     size_t float_total = 0;
     for (const weight_ref* w : all) {
-        if (packs_quantized(w->type) || !panels_pay(w->type, w->n_rows, w->n_cols)) continue;
+        if (packs_quantized(w->type) || replaced(w) || !panels_pay(w->type, w->n_rows, w->n_cols)) continue;
         float_total += w->bytes();
     }
     const bool pack_floats = float_total > 0 && float_total <= max_packed_bytes;
@@ -275,7 +279,7 @@ void decoder_model::pack_weights() {
     std::vector<std::pair<weight_ref*, size_t>> packed;  // matrix, offset
     size_t total = 0;
     for (weight_ref* w : all) {
-        if (w->panels != nullptr || (!packs_quantized(w->type) && !pack_floats)) continue;
+        if (w->panels != nullptr || (!packs_quantized(w->type) && !replaced(w) && !pack_floats)) continue;
         const size_t bytes = panels_bytes(w->type, w->n_rows, w->n_cols);
         if (bytes == 0) continue;
         packed.emplace_back(w, total);
@@ -287,7 +291,7 @@ void decoder_model::pack_weights() {
         std::byte* dst = arena.storage.get() + offset;
         pack_panels_into(w->type, w->data, w->n_rows, w->n_cols, dst);
         w->panels = dst;
-        if (!packs_quantized(w->type) || !panels_replace_weights(w->type)) continue;
+        if (!replaced(w)) continue;
         file_->release_pages(w->data, w->bytes());
         if (w->data == tok_embd_.data) embd_rows_from_file_ = true;
     }

@@ -546,7 +546,15 @@ bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols) {
     return is_float(weight) && n_rows >= panel_rows && n_cols > 0 && n_cols % 16 == 0 && default_isa() >= kernel_isa::avx512;
 }
 
-bool panels_replace_weights(tensor_type weight) { return packs_quantized(weight) && default_isa() >= kernel_isa::avx2; }
+// Float weights are packed in place of the file's pages at the AVX-512
+// level below AMX, whole groups of 32 rows (the rows past the last group
+// would be read in place): the panels stream from huge pages as one run of
+// 32 rows, where rows in place cross a 4 KiB page every 2048 f16 values.
+bool panels_replace_weights(tensor_type weight, int64_t n_rows, int64_t n_cols) {
+    if (!panels_pay(weight, n_rows, n_cols)) return false;
+    if (packs_quantized(weight)) return default_isa() >= kernel_isa::avx2;
+    return is_float(weight) && default_isa() == kernel_isa::avx512 && n_rows % panel_rows == 0;
+}
 
 void weight_panels::release::operator()(std::byte* p) const noexcept { std::free(p); }
 

@@ -195,10 +195,11 @@ bool packs_quantized(tensor_type weight);
 bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols);
 // True when, at this CPU's default kernel level, every matmul of this
 // weight reads its panels and none the weights in place (the packed types
-// from AVX2 up): a model may let
-// the mapping's pages of them go (they are read back from the file should
-// a lower level, a lookup or another reader need them).
-bool panels_replace_weights(tensor_type weight);
+// from AVX2 up; float weights of whole groups of 32 rows at the AVX-512
+// level below AMX): a model packs it whatever its size and may let the
+// mapping's pages of it go (they are read back from the file should a
+// lower level, a lookup or another reader need them).
+bool panels_replace_weights(tensor_type weight, int64_t n_rows, int64_t n_cols);
 // The panels of w (empty unless panels_pay).
 weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols);
 // What pack_panels does in two steps, for a model that packs all its

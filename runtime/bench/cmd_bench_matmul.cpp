@@ -153,17 +153,18 @@ int bench_matmul(const cli::parsed_args& args) {
     for (auto& v : x) v = normal(rng);
     std::vector<float> y(static_cast<size_t>(*rows) * static_cast<size_t>(max_tokens));
     // Packed as a model packs them (kernels.h: pack_panels; llama.cpp's
-    // pack_weights: the types of packs_quantized always, float weights up to 16 MiB), unless --in-place.
+    // pack_weights: those panels_replace_weights names always, float weights up to 16 MiB), unless --in-place.
     const bool in_place = args.flag("in-place");
     std::vector<weight_panels> panels(n_matrices);
     size_t total_bytes = matrix_bytes * n_matrices;
-    const bool model_packs = packs_quantized(*type) || total_bytes <= (size_t{16} << 20);
+    const bool replaced = panels_replace_weights(*type, *rows, *cols);
+    const bool model_packs = packs_quantized(*type) || replaced || total_bytes <= (size_t{16} << 20);
     if (!in_place && model_packs && panels_pay(*type, *rows, *cols)) {
         total_bytes = 0;
         for (size_t i = 0; i < n_matrices; ++i) {
             panels[i] = pack_panels(*type, w[i].data(), *rows, *cols);
             // what the kernels read: the panels alone where they replace the weights
-            total_bytes += panels_replace_weights(*type) ? panels[i].size_bytes() : matrix_bytes;
+            total_bytes += replaced ? panels[i].size_bytes() : matrix_bytes;
         }
     }
     const bool packed = panels[0].data != nullptr;

@@ -552,7 +552,7 @@ void check_packed_weights_leave_memory(const std::string& file) {
     std::vector<span_of> all;
     for (const gguf_tensor_info& t : (*m)->file().tensors()) {
         if (t.shape.size() != 2) continue;
-        const bool packed = panels_replace_weights(t.type) && panels_pay(t.type, t.shape[1], t.shape[0]);
+        const bool packed = panels_replace_weights(t.type, t.shape[1], t.shape[0]);
         all.push_back({t.data, t.n_bytes, packed && (tied || t.name != "token_embd.weight")});
     }
     constexpr size_t reach = size_t{2} << 20;
