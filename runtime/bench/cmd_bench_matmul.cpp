@@ -152,22 +152,27 @@ int bench_matmul(const cli::parsed_args& args) {
     std::normal_distribution<float> normal(0.0f, 1.0f);
     for (auto& v : x) v = normal(rng);
     std::vector<float> y(static_cast<size_t>(*rows) * static_cast<size_t>(max_tokens));
-    // Packed as a model packs them (kernels.h: pack_panels; llama.cpp's
-    // pack_weights: those panels_replace_weights names always, float weights up to 16 MiB), unless --in-place.
+    // Packed as a model packs them (kernels.h: pack_panels_into; llama.cpp's
+    // pack_weights: those panels_replace_weights names always, float weights
+    // up to 16 MiB, all in one allocation of huge pages), unless --in-place.
     const bool in_place = args.flag("in-place");
-    std::vector<weight_panels> panels(n_matrices);
+    std::vector<const std::byte*> panels(n_matrices, nullptr);
+    weight_panels arena;
     size_t total_bytes = matrix_bytes * n_matrices;
     const bool replaced = panels_replace_weights(*type, *rows, *cols);
     const bool model_packs = packs_quantized(*type) || replaced || total_bytes <= (size_t{16} << 20);
     if (!in_place && model_packs && panels_pay(*type, *rows, *cols)) {
-        total_bytes = 0;
+        const size_t stride = (panels_bytes(*type, *rows, *cols) + 63) / 64 * 64;
+        arena = allocate_weight_panels(stride * n_matrices);
         for (size_t i = 0; i < n_matrices; ++i) {
-            panels[i] = pack_panels(*type, w[i].data(), *rows, *cols);
-            // what the kernels read: the panels alone where they replace the weights
-            total_bytes += replaced ? panels[i].size_bytes() : matrix_bytes;
+            std::byte* dst = arena.storage.get() + stride * i;
+            pack_panels_into(*type, w[i].data(), *rows, *cols, dst);
+            panels[i] = dst;
         }
+        // what the kernels read: the panels alone where they replace the weights
+        if (replaced) total_bytes = panels_bytes(*type, *rows, *cols) * n_matrices;
     }
-    const bool packed = panels[0].data != nullptr;
+    const bool packed = panels[0] != nullptr;
 
     std::vector<matmul_sample> samples;
     for (int nt : *threads) {
@@ -176,7 +181,7 @@ int bench_matmul(const cli::parsed_args& args) {
         for (int n_tok : *tokens) {
             using clock = std::chrono::steady_clock;
             const auto pass = [&] {
-                for (size_t i = 0; i < n_matrices; ++i) matmul(ctx, *type, w[i].data(), *rows, *cols, x.data(), n_tok, y.data(), panels[i].data);
+                for (size_t i = 0; i < n_matrices; ++i) matmul(ctx, *type, w[i].data(), *rows, *cols, x.data(), n_tok, y.data(), panels[i]);
             };
             pass();  // warm-up: threads started, scratch grown
             double best = 1e30;
