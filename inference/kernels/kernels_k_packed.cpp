@@ -454,6 +454,9 @@ TACHYON_AVX2 inline void q6_prefetch(const char* ahead, int sb) {
 template <int NT>
 __attribute__((noinline)) TACHYON_AVX512 void q6_tokens512(const gemm_args& a, const q6_k_packed16* w, int64_t nb, int64_t r, int64_t t,
                                                             __mmask16 keep) {
+    // One or two tokens split the sub-blocks' float sums over two chains:
+    // one chain of 16 dependent FMAs a block was its critical path.
+    constexpr int KS = NT <= 2 ? 2 : 1;
     const block_q8_k* x[NT];
     for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
     __m512 acc[NT];
@@ -462,7 +465,7 @@ __attribute__((noinline)) TACHYON_AVX512 void q6_tokens512(const gemm_args& a, c
     for (int64_t b = 0; b < nb; ++b) {
         const q6_k_packed16& blk = w[b];
         const char* ahead = reinterpret_cast<const char*>(&blk) + q6_prefetch_bytes;
-        __m512 sumf[NT];
+        __m512 sumf[KS][NT];
 #pragma GCC unroll 16
         for (int sb = 0; sb < 16; ++sb) {
             q6_prefetch(ahead, sb);
@@ -478,7 +481,12 @@ __attribute__((noinline)) TACHYON_AVX512 void q6_tokens512(const gemm_args& a, c
             const __m512 sc = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(blk.scales[sb]))));
 #pragma GCC unroll 8
             for (int j = 0; j < NT; ++j)
-                sumf[j] = sb == 0 ? _mm512_mul_ps(_mm512_cvtepi32_ps(s32[j]), sc) : _mm512_fmadd_ps(_mm512_cvtepi32_ps(s32[j]), sc, sumf[j]);
+                sumf[sb % KS][j] = sb < KS ? _mm512_mul_ps(_mm512_cvtepi32_ps(s32[j]), sc)
+                                           : _mm512_fmadd_ps(_mm512_cvtepi32_ps(s32[j]), sc, sumf[sb % KS][j]);
+        }
+        if constexpr (KS == 2) {
+#pragma GCC unroll 8
+            for (int j = 0; j < NT; ++j) sumf[0][j] = _mm512_add_ps(sumf[0][j], sumf[1][j]);
         }
         __m512i offs[NT];
 #pragma GCC unroll 8
@@ -495,7 +503,7 @@ __attribute__((noinline)) TACHYON_AVX512 void q6_tokens512(const gemm_args& a, c
         const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(blk.d)));
 #pragma GCC unroll 8
         for (int j = 0; j < NT; ++j) {
-            const __m512 tot = _mm512_sub_ps(sumf[j], _mm512_cvtepi32_ps(_mm512_slli_epi32(offs[j], 5)));
+            const __m512 tot = _mm512_sub_ps(sumf[0][j], _mm512_cvtepi32_ps(_mm512_slli_epi32(offs[j], 5)));
             acc[j] = _mm512_fmadd_ps(tot, _mm512_mul_ps(dw, _mm512_set1_ps(x[j][b].d)), acc[j]);
         }
     }
