@@ -260,9 +260,9 @@ void decoder_model::dequantize_all() {
 // iq4_xs matrices are packed at every size (AVX2 and up), q4_0, iq4_nl,
 // q5_0 and q8_0 at the AVX-512 level, and the kernels read nothing else
 // (panels_replace_weights), so the mapping's pages of them then go and the
-// model holds one copy. A tied output's
-// token_embd.weight goes too: its lookups then read their rows from the
-// file (embed_tokens), which maps none of it.
+// model holds one copy. A tied output's token_embd.weight goes too: its
+// lookups then read their rows from the file (embed_tokens), which maps
+// none of it.
 void decoder_model::pack_weights(bool exact) {
     std::vector<weight_ref*> all = matrices();
     all.push_back(&output_);
