@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "base/assert.h"
-#include "inference/kernels/amx_tiles.h"
+#include "inference/kernels/amx/amx_tiles.h"
 #include "inference/kernels/ops.h"
 
 #if defined(__AVX2__) && defined(__FMA__)

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "inference/kernels/kernels_internal.h"
-#include "inference/kernels/kernels_k_rows.h"
+#include "inference/kernels/rows/kernels_k_rows.h"
 #include "inference/gguf/quant.h"
 
 #define TACHYON_AVX2 __attribute__((target("avx2,fma,f16c")))
@@ -27,7 +27,7 @@
 #define TACHYON_AVX2_STEP __attribute__((target("avx2,fma,f16c"), always_inline)) inline
 #define TACHYON_TILE_TARGET TACHYON_AVX2
 #define TACHYON_TILE_VNNI 0
-#include "inference/kernels/kernels_q8_tile.h"
+#include "inference/kernels/rows/kernels_q8_tile.h"
 
 namespace tachyon::detail {
 namespace {

@@ -17,14 +17,14 @@
 #include <vector>
 
 #include "inference/kernels/kernels_internal.h"
-#include "inference/kernels/kernels_k_rows.h"
+#include "inference/kernels/rows/kernels_k_rows.h"
 #include "inference/gguf/quant.h"
 
 #define TACHYON_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2,fma,f16c")))
 #define TACHYON_TILE_TARGET TACHYON_AVX512
 #define TACHYON_TILE_VNNI 2
 #define TACHYON_TILE_MASKS 1
-#include "inference/kernels/kernels_q8_tile.h"
+#include "inference/kernels/rows/kernels_q8_tile.h"
 
 namespace tachyon::detail {
 namespace {

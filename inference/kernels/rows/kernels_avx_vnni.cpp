@@ -6,7 +6,7 @@
 // kernels.cpp only calls in here after checking the CPU (default_isa).
 #define TACHYON_TILE_TARGET __attribute__((target("avx2,fma,f16c,avxvnni")))
 #define TACHYON_TILE_VNNI 1
-#include "inference/kernels/kernels_q8_tile.h"
+#include "inference/kernels/rows/kernels_q8_tile.h"
 
 namespace tachyon::detail {
 namespace {

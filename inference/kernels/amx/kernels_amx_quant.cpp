@@ -48,10 +48,10 @@
 #include <vector>
 
 #include "inference/gguf/quant.h"
-#include "inference/kernels/amx_tiles.h"
+#include "inference/kernels/amx/amx_tiles.h"
 #include "inference/kernels/kernels.h"
 #include "inference/kernels/kernels_internal.h"
-#include "inference/kernels/kernels_transpose16.h"
+#include "inference/kernels/rows/kernels_transpose16.h"
 
 #define TACHYON_AMX_BF16 \
     __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512bf16,avx2,fma,f16c,amx-tile,amx-bf16")))

@@ -46,7 +46,7 @@
 
 #include "inference/gguf/quant.h"
 #include "inference/kernels/kernels_internal.h"
-#include "inference/kernels/kernels_prompt.h"
+#include "inference/kernels/rows/kernels_prompt.h"
 
 namespace tachyon::detail {
 namespace {

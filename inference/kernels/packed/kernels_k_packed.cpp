@@ -30,8 +30,8 @@
 
 #include "inference/gguf/quant.h"
 #include "inference/kernels/kernels_internal.h"
-#include "inference/kernels/kernels_k_packed.h"
-#include "inference/kernels/kernels_k_rows.h"
+#include "inference/kernels/packed/kernels_k_packed.h"
+#include "inference/kernels/rows/kernels_k_rows.h"
 
 #define TACHYON_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define TACHYON_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2,fma,f16c")))

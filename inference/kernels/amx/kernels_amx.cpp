@@ -26,10 +26,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "inference/kernels/amx_tiles.h"
+#include "inference/kernels/amx/amx_tiles.h"
 #include "inference/kernels/kernels.h"
 #include "inference/kernels/kernels_internal.h"
-#include "inference/kernels/kernels_transpose16.h"
+#include "inference/kernels/rows/kernels_transpose16.h"
 #include "inference/gguf/quant.h"
 
 #define TACHYON_AMX \

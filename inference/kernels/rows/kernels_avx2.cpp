@@ -19,7 +19,7 @@
 #define TACHYON_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define TACHYON_TILE_TARGET TACHYON_AVX2
 #define TACHYON_TILE_VNNI 0
-#include "inference/kernels/kernels_q8_tile.h"
+#include "inference/kernels/rows/kernels_q8_tile.h"
 
 namespace tachyon::detail {
 namespace {

@@ -28,9 +28,9 @@
 
 #include "base/assert.h"
 #include "inference/gguf/quant.h"
-#include "inference/kernels/amx_tiles.h"
+#include "inference/kernels/amx/amx_tiles.h"
 #include "inference/kernels/kernels_internal.h"
-#include "inference/kernels/kernels_k_packed.h"
+#include "inference/kernels/packed/kernels_k_packed.h"
 
 #define TACHYON_BF16 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx512bf16,avx2,fma,f16c")))
 
