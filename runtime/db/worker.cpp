@@ -99,6 +99,7 @@ struct worker::impl {
     };
     struct ended_run {
         std::string id;
+        int64_t epoch = 0;  // of the claim that ran it
         run_outcome outcome;
     };
 
@@ -240,12 +241,19 @@ asio::awaitable<void> worker::impl::start_run(claimed_run c) {
     // Asked for before this claim (or while its previous worker held it):
     // the run ends at its first step, cancelled in its journal.
     if (c.cancel_requested) cancel->store(true);
+    // This worker may still run the claim before (its lease ran out while
+    // the loop was slow, and the claim took the run back): the new epoch
+    // fenced that one off, and it stops; its outcome is not this claim's.
+    if (auto it = active.find(c.id); it != active.end()) {
+        it->second.cancel->store(true);
+        active.erase(it);
+    }
     active.emplace(c.id, std::move(a));
     TACHYON_LOG(info, "worker " << options.owner << ": run " << c.id << (log ? " resumed" : " started") << " (lease epoch " << c.epoch << ")");
-    service.start(std::move(req).value(), nullptr, cancel, [this, id = c.id](run_outcome out) {
+    service.start(std::move(req).value(), nullptr, cancel, [this, id = c.id, epoch = c.epoch](run_outcome out) {
         {
             std::lock_guard lock(mutex);
-            ended.push_back({id, std::move(out)});
+            ended.push_back({id, epoch, std::move(out)});
         }
         wake();
     });
@@ -259,8 +267,13 @@ asio::awaitable<status> worker::impl::settle_ended() {
     }
     for (auto& e : done) {
         auto it = active.find(e.id);
-        if (it == active.end()) continue;
-        const int64_t epoch = it->second.claim.epoch;
+        // the end of a claim superseded by a later one of this worker
+        if (it == active.end() || it->second.claim.epoch != e.epoch) {
+            count(&worker_stats::lost);
+            TACHYON_LOG(info, "worker " << options.owner << ": run " << e.id << " (lease epoch " << e.epoch << ") lost its lease");
+            continue;
+        }
+        const int64_t epoch = e.epoch;
         active.erase(it);
         const run_outcome& o = e.outcome;
         // Refused when the lease went to another worker: that one ends it.
@@ -301,7 +314,8 @@ asio::awaitable<void> worker::impl::drain() {
         if (auto st = co_await settle_ended(); !st) {
             // The database is gone: the runs' leases expire and another worker resumes them.
             std::lock_guard lock(mutex);
-            for (const auto& e : ended) active.erase(e.id);
+            for (const auto& e : ended)
+                if (auto it = active.find(e.id); it != active.end() && it->second.claim.epoch == e.epoch) active.erase(it);
             ended.clear();
         }
         if (active.empty()) break;

@@ -169,3 +169,38 @@ TEST_CASE("worker: a worker whose run was claimed by another stops it at its nex
     REQUIRE(epochs->rows.size() == 1);
     CHECK(epochs->get(0, "epoch") == "1");
 }
+
+TEST_CASE("worker: a worker that takes back a run it still runs (its lease ran out while it was slow) ends it once, under the new claim") {
+    pg_test::fixture f("worker_reclaim");
+    if (f.skipped()) return;
+    agents_folder agents;
+    REQUIRE(f.run(db::enqueue(*f.conn, "run-1", "test-agent", k_task, agents.inputs())).ok());
+
+    auto service = scripted_service(agents.model_path, k_turns, std::chrono::microseconds(5000));
+    db::worker_options o = worker_opts(f.url(), agents.dir.path.string());
+    o.concurrency = 2;  // a free slot: the worker's next claim may take the run again
+    db::worker w(*service, o);
+    status st;
+    std::thread t([&] { st = w.run(); });
+    for (int i = 0; i < 1000; ++i) {
+        auto n = f.conn->exec("SELECT count(*) AS n FROM tachyon.events WHERE run_id = 'run-1'");
+        if (n.ok() && n->get(0, "n") != "0") break;
+        std::this_thread::sleep_for(milliseconds(5));
+    }
+    // The lease runs out as if the worker had stalled; its own next claim takes the run (epoch 2).
+    REQUIRE(f.conn->exec("UPDATE tachyon.runs SET lease_expires = clock_timestamp() - interval '1 second' WHERE id = 'run-1'").ok());
+    t.join();
+    REQUIRE_MESSAGE(st.ok(), st.err().message);
+
+    auto row = f.run(db::get_run(*f.conn, "run-1"));
+    REQUIRE(row.ok());
+    CHECK((*row)->lease_epoch == 2);
+    CHECK((*row)->state == "succeeded");
+    CHECK(w.stats().finished == 1);
+    CHECK(w.stats().lost == 1);  // the first claim's run, fenced off
+    auto lines = db::read_events(*f.conn, "run-1");
+    REQUIRE(lines.ok());
+    CHECK(count_type(*lines, "run_resume") == 1);
+    CHECK(count_type(*lines, "run_end") == 1);
+    CHECK(count_type(*lines, "final") == 1);
+}
