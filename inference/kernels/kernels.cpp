@@ -482,15 +482,36 @@ bool is_float(tensor_type t) { return t == tensor_type::f32 || t == tensor_type:
 // 1128.
 constexpr int64_t amx_k_min_tokens = 32, amx_q6_k_min_tokens = 16;
 
-// q4_0, iq4_nl, q5_0 and q8_0: packed at the AVX-512 level below AMX,
-// where the one-token row kernels spend more instructions on a block than
-// the memory takes to bring it (Zen 5, one thread, 2816 x 1024 in L2:
-// q4_0 31 GB/s, iq4_nl 26, q5_0 24, so 13-18 from DRAM against 38 of
-// plain reads; packed, q4_0 80 in L2), and read from the panels at every
-// batch size there (the AMX level keeps its INT8 tiles on the weights in
-// place).
+// q4_0, iq4_nl, q5_0 and q8_0: packed from the AVX2 level to AVX-512 (not
+// at AMX; q8_0 at AVX-512 only, rows16_level), where the one-token row
+// kernels spend more instructions on a block than the memory takes to
+// bring it (Zen 5, one thread, 2816 x 1024 in L2: q4_0 31 GB/s, iq4_nl 26,
+// q5_0 24, so 13-18 from DRAM against 38 of plain reads; packed, q4_0 80
+// in L2; at TACHYON_KERNELS=avx2 the 220M Q4_0 model decoded 103-113
+// tokens/s in place against 135-146 for llama.cpp's AVX2 build), and read
+// from the panels at every batch size there (the AMX level keeps its INT8
+// tiles on the weights in place).
 bool packs_rows16(tensor_type weight) {
     return weight == tensor_type::q4_0 || weight == tensor_type::iq4_nl || weight == tensor_type::q5_0 || weight == tensor_type::q8_0;
+}
+
+// The levels that read a type's packed16 panels: AVX-512 all four; AVX2
+// and AVX-VNNI all but q8_0, whose rows in place decoded faster there (the
+// 220M Q8_0 model at TACHYON_KERNELS=avx2 on Zen 5, one thread: 95-115
+// tokens/s in place against 79-80 packed, though `bench matmul` read both
+// at 22-25 GB/s).
+bool rows16_level(tensor_type weight, kernel_isa isa) {
+    if (isa == kernel_isa::avx512) return true;
+    return isa >= kernel_isa::avx2 && isa < kernel_isa::avx512 && weight != tensor_type::q8_0;
+}
+
+// Below AVX-512 the packed16 kernels take 1 and 2 tokens; larger batches
+// take the 8-row prompt tiles, which lay their rows out from the panels
+// (the tiles win from 3 tokens on over rows in place, kernels_avx2.cpp).
+constexpr int64_t rows16_min_tokens_tiles = 3;
+
+bool on_rows16_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
+    return packs_rows16(weight) && rows16_level(weight, isa) && isa < kernel_isa::avx512 && n_tokens >= rows16_min_tokens_tiles;
 }
 
 bool on_amx_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
@@ -528,7 +549,7 @@ bool on_avx2_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
 // True when the packed kernels (kernels_k_packed.cpp) multiply this batch;
 // the AMX and AVX2 tiles that take the others read the panels too.
 bool reads_packed(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
-    if (packs_rows16(weight)) return isa == kernel_isa::avx512;
+    if (packs_rows16(weight)) return rows16_level(weight, isa) && !on_rows16_tiles(weight, isa, n_tokens);
     return packs_quantized(weight) && isa >= kernel_isa::avx2 && !on_amx_tiles(weight, isa, n_tokens) &&
            !on_avx2_tiles(weight, isa, n_tokens);
 }
@@ -536,7 +557,7 @@ bool reads_packed(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
 }  // namespace
 
 bool packs_quantized(tensor_type weight) {
-    if (packs_rows16(weight)) return default_isa() == kernel_isa::avx512;
+    if (packs_rows16(weight)) return rows16_level(weight, default_isa());
     return weight == tensor_type::q4_k || weight == tensor_type::q5_k || weight == tensor_type::q6_k || weight == tensor_type::iq4_xs;
 }
 
@@ -661,7 +682,8 @@ void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_ro
         a.panels = panels;
         gemm = on_amx_int8_packed(weight, ctx.isa(), n_tokens) ? detail::packed_gemm_amx_int8(weight)
                                                                 : detail::packed_gemm(weight, ctx.isa() >= kernel_isa::avx512);
-    } else if (panels != nullptr && (on_amx_tiles(weight, ctx.isa(), n_tokens) || on_avx2_tiles(weight, ctx.isa(), n_tokens))) {
+    } else if (panels != nullptr && (on_amx_tiles(weight, ctx.isa(), n_tokens) || on_avx2_tiles(weight, ctx.isa(), n_tokens) ||
+                                     on_rows16_tiles(weight, ctx.isa(), n_tokens))) {
         a.panels = panels;  // the AMX-BF16 tiles dequantize the panels, the AVX2 tiles lay their rows out from them
     } else if (panels != nullptr && is_float(weight) && ctx.isa() >= kernel_isa::avx512) {
         // With panels, threads take whole groups of 32 rows: a row's sum then

@@ -178,20 +178,22 @@ struct weight_panels {
 // (q4_K batches of 32 and more, q6_K 16) from them, so the file's pages of
 // those weights may go.
 //
-// q4_0, iq4_nl, q5_0 and q8_0 weights are packed at the AVX-512 level below
-// AMX: every group of 16 rows block by block with the rows in the lanes,
-// the nibbles as they are (q5_0's fifth bits as byte masks beside them),
-// q8_0's bytes offset by 128, the fp16 scales after them (the rows' own
-// size); every batch there reads them.
+// q4_0, iq4_nl, q5_0 and q8_0 weights are packed from the AVX2 level to
+// AVX-512 (not at AMX): every group of 16 rows block by block with the
+// rows in the lanes, the nibbles as they are (q5_0's fifth bits a dword a
+// row beside them), q8_0's bytes offset by 128, the fp16 scales after them
+// (the rows' own size); every batch there reads them (below AVX-512,
+// batches of 3 tokens and more through the 8-row prompt tiles, which lay
+// their rows out from the panels).
 //
 // True for the quantized types pack_panels lays out (q4_K, q5_K, q6_K,
-// iq4_xs; q4_0, iq4_nl, q5_0 and q8_0 at the AVX-512 level): their panels
+// iq4_xs; q4_0, iq4_nl, q5_0 and q8_0 from AVX2 to AVX-512): their panels
 // are about the weights' size and a model packs them all.
 bool packs_quantized(tensor_type weight);
 // True when this CPU's kernels would use panels of this weight: AVX-512,
 // a float type, rows a multiple of 16 long, at least 32 rows; or AVX2 and
-// q4_K, q5_K, q6_K or iq4_xs; or AVX-512 without AMX and q4_0, iq4_nl,
-// q5_0 or q8_0.
+// q4_K, q5_K, q6_K or iq4_xs; or AVX2 to AVX-512 (not AMX) and q4_0,
+// iq4_nl, q5_0 or q8_0.
 bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols);
 // True when, at this CPU's default kernel level, every matmul of this
 // weight reads its panels and none the weights in place (the packed types

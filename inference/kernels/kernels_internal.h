@@ -89,20 +89,24 @@ size_t q6_k_packed_bytes(int64_t n_rows, int64_t n_cols);
 void pack_q6_k(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
 size_t iq4_xs_packed_bytes(int64_t n_rows, int64_t n_cols);
 void pack_iq4_xs(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
-// q4_0, iq4_nl, q5_0 and q8_0 packed by pack_panels at the AVX-512 level
-// (kernels_packed16.cpp): every group of 16 rows block by block
-// with the rows in the vector lanes (dword m of row i at [m][i]), the
-// nibbles as stored (q5_0's fifth bits as byte masks beside them), q8_0's
-// bytes as value + 128, then the rows' fp16 scales, the group padded to a
-// cache line and the last group with zero rows: the rows' own bytes.
+// q4_0, iq4_nl, q5_0 and q8_0 packed by pack_panels from the AVX2 level to
+// AVX-512 (kernels_packed16.cpp; kernels_prompt.h says the layout): every
+// group of 16 rows block by block with the rows in the vector lanes (dword
+// m of row i at [m][i]), the nibbles as stored (q5_0's fifth bits a dword
+// a row beside them), q8_0's bytes as value + 128, then the rows' fp16
+// scales, the group padded to a cache line and the last group with zero
+// rows: the rows' own bytes.
 size_t packed16_bytes(tensor_type weight, int64_t n_rows, int64_t n_cols);
 void pack_rows16(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
 // The matmul of a packed type from its panels (y[t, r] for r in [r0, r1),
 // r0 a multiple of 16, every token, reading a.panels): the AVX-512 kernels
-// (16 rows a register) or the AVX2 ones (8); nullptr for another type
-// (q4_0, iq4_nl, q5_0 and q8_0: AVX-512 only, packed16_gemm512).
+// (16 rows a register) or the AVX2 ones (8); nullptr for another type.
+// q4_0, iq4_nl, q5_0 and q8_0 below AVX-512 (packed16_gemm256) run 1 and 2
+// tokens this way; larger batches take the AVX2 / AVX-VNNI prompt tiles,
+// which lay their rows out from a.panels when it is set.
 gemm_fn packed_gemm(tensor_type weight, bool avx512);
 gemm_fn packed16_gemm512(tensor_type weight);
+gemm_fn packed16_gemm256(tensor_type weight);
 // Group `group` (16 rows) of those panels as AMX-BF16 A tiles: chunk c of
 // 32 columns at out + c * 512, tile row i its row i's 32 values (padding
 // rows zero); every x as bf16 of its value with the block's scale and min

@@ -744,7 +744,7 @@ gemm_fn packed_gemm(tensor_type weight, bool avx512) {
         case tensor_type::q5_k: return avx512 ? gemm_packed512<q5_k_packed16> : gemm_packed256<q5_k_packed16>;
         case tensor_type::q6_k: return avx512 ? gemm_q6_k_packed512 : gemm_q6_k_packed256;
         case tensor_type::iq4_xs: return avx512 ? gemm_packed512<iq4_xs_packed16> : gemm_packed256<iq4_xs_packed16>;
-        default: return avx512 ? packed16_gemm512(weight) : nullptr;
+        default: return avx512 ? packed16_gemm512(weight) : packed16_gemm256(weight);
     }
 }
 

@@ -1,8 +1,11 @@
-// q4_0, iq4_nl, q5_0 and q8_0 weights packed at load at the AVX-512 level
-// (pack_panels; kernels_internal.h says the layout) and the one kernel that
-// multiplies every batch from them: 16 rows in the lanes of a register, a
-// token's 4 activation bytes broadcast against them, as the prompt tiles of
-// kernels_prompt.cpp do from rows they lay out per call.
+// q4_0, iq4_nl, q5_0 and q8_0 weights packed at load from the AVX2 level
+// to AVX-512 (pack_panels; kernels_prompt.h says the layout) and the kernels
+// that multiply them: at AVX-512 one for every batch, 16 rows in the lanes
+// of a register, a token's 4 activation bytes broadcast against them, as
+// the prompt tiles of kernels_prompt.cpp do from rows they lay out per
+// call; at AVX2 and AVX-VNNI one for 1 and 2 tokens, the 16 rows in two
+// registers of 8 (larger batches take the 8-row tiles of
+// kernels_prompt.cpp, which lay their rows out from the panels).
 // GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge
 // operand, which -Wuninitialized reports once inlined (GCC bug 105593).
 #if defined(__GNUC__) && !defined(__clang__)
@@ -23,35 +26,8 @@
 namespace tachyon::detail {
 namespace {
 
-// How a type's blocks of 16 rows lie in the panels: `main` bytes a block
-// (the quants' dwords [m][row]: q4_0 / iq4_nl / q5_0 4 of nibbles as
-// stored, q8_0 8 of bytes as value + 128; q5_0 then 8 byte masks of its
-// fifth bits, for the low nibbles of dwords 0-3 and the high ones), every
-// block's then one after another, then the rows' fp16 scales, 32 bytes a
-// block; the group padded to a cache line.
-template <class B>
-struct packed16 {
-    static constexpr bool nibbles = !std::is_same_v<B, block_q8_0>;
-    static constexpr bool masks = std::is_same_v<B, block_q5_0>;
-    static constexpr bool levels = std::is_same_v<B, block_iq4_nl>;
-    static constexpr size_t main = nibbles ? 256 + (masks ? 64 : 0) : 512;
-};
-
-template <class B>
-inline size_t packed16_group_bytes(int64_t n_cols) {
-    const size_t nb = static_cast<size_t>(n_cols / qk_32);
-    return (nb * (packed16<B>::main + 32) + 63) / 64 * 64;
-}
-
-// How far ahead the packed passes ask for their quants (and scales, as
-// many blocks ahead) into L2: 8 KiB (Zen 5, one thread, 2816 x 1024 q4_0
-// from 512 MiB, one token, 2 / 4 / 8 / 16 KiB ahead: 20.0-21.0 /
-// 19.9-20.3 / 21.9 / 16.4-17.4 GB/s; two threads 37-38 / 37 / 41-42 /
-// 32-33).
-constexpr int64_t packed16_prefetch_bytes = 8 << 10;
-
 // As tokens16, from a packed group: the quants as they are (q8_0), their
-// nibbles (q4_0; q5_0 with the fifth bits added under the masks) or the
+// nibbles (q4_0; q5_0 with its fifth bits or-ed in) or the
 // nibbles looked up as the levels + 128 (iq4_nl); the scales as fp16.
 template <class B, int NT>
 TACHYON_PROMPT_AVX512 void packed_tokens16(const gemm_args& a, const std::byte* group, int64_t nb, const act_sums& s, int64_t r, int64_t t,
@@ -92,12 +68,11 @@ TACHYON_PROMPT_AVX512 void packed_tokens16(const gemm_args& a, const std::byte* 
                     lo = _mm512_shuffle_epi8(level_bytes, lo);
                     hi = _mm512_shuffle_epi8(level_bytes, hi);
                 }
-                if constexpr (P::masks) {
-                    uint64_t mlo, mhi;
-                    std::memcpy(&mlo, q + 256 + 8 * m, 8);
-                    std::memcpy(&mhi, q + 256 + 32 + 8 * m, 8);
-                    lo = _mm512_mask_add_epi8(lo, mlo, lo, sixteen);
-                    hi = _mm512_mask_add_epi8(hi, mhi, hi, sixteen);
+                if constexpr (P::fifth) {
+                    // lo | (bits shifted & 0x10): the fifth bits of dword m's elements at bit 4 of each byte
+                    const __m512i bits = _mm512_load_si512(q + 256);
+                    lo = _mm512_ternarylogic_epi32(lo, _mm512_slli_epi32(bits, 4 - m), sixteen, 0xf8);
+                    hi = _mm512_ternarylogic_epi32(hi, _mm512_srli_epi32(bits, m), sixteen, 0xf8);
                 }
 #pragma GCC unroll 8
                 for (int j = 0; j < NT; ++j) {
@@ -154,6 +129,126 @@ void gemm_packed16(const gemm_args& a, int64_t r0, int64_t r1) {
     }
 }
 
+// 1 or 2 tokens from a packed group of q4_0, q5_0 or iq4_nl at AVX2 and
+// AVX-VNNI (q8_0 stays in place there: kernels.cpp, rows16_level), the 16
+// rows as two registers of 8. q4_0 and q5_0 (its fifth bits or-ed in):
+// maddubs of the unsigned values against the token's bytes, pairs within
+// 2 * 31 * 127: a q4_0 block's 16 products per int16 lane within 30480,
+// half a q5_0 block's within 31496, so they add up in int16 before a madd
+// widens them, and the dot starts at -offset * the activations' sum.
+// iq4_nl: its levels (|w| <= 127) against x carrying w's sign, each pair
+// (within 2 * 127 * 127) widened by its own madd; its dot starts at 0.
+template <class B>
+constexpr bool signed_packed8 = packed16<B>::levels;
+
+template <class B, int NT>
+TACHYON_PROMPT_AVX2 void packed_tokens8x2(const gemm_args& a, const std::byte* group, int64_t nb, const act_sums& s, int64_t r, int64_t t,
+                                          int n_rows, bool prefetch) {
+    using P = packed16<B>;
+    constexpr int64_t scales_ahead = packed16_prefetch_bytes / static_cast<int64_t>(P::main) * 32;
+    const int8_t* xq[NT];
+    for (int j = 0; j < NT; ++j) xq[j] = reinterpret_cast<const block_q8_0*>(a.x + (t + j) * a.x_row_bytes)->qs;
+    const float* dx = s.d.data() + t;
+    const int32_t* start = s.start.data() + t;
+    const char* quants = reinterpret_cast<const char*>(group);
+    const char* scales = quants + static_cast<size_t>(nb) * P::main;
+    const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+    [[maybe_unused]] const __m256i levels =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values)));
+    [[maybe_unused]] const __m256i abs_levels = _mm256_abs_epi8(levels);
+    __m256 acc[2][NT];
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 2
+        for (int j = 0; j < NT; ++j) acc[h][j] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; ++b) {
+        const char* q = quants + b * static_cast<int64_t>(P::main);
+        if (prefetch) {
+#pragma GCC unroll 8
+            for (size_t l = 0; l < P::main / 64; ++l) _mm_prefetch(q + packed16_prefetch_bytes + 64 * l, _MM_HINT_T1);
+            if ((b & 1) == 0) _mm_prefetch(scales + b * 32 + scales_ahead, _MM_HINT_T1);
+        }
+        const size_t xo = static_cast<size_t>(b) * sizeof(block_q8_0);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+            __m256i sum[NT];
+            if constexpr (!signed_packed8<B>) {
+                [[maybe_unused]] __m256i bits;
+                if constexpr (P::fifth) bits = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 + 32 * h));
+                __m256i s16[NT];
+#pragma GCC unroll 4
+                for (int m = 0; m < 4; ++m) {
+                    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * m + 32 * h));
+                    __m256i lo = _mm256_and_si256(v, low4);
+                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+                    if constexpr (P::fifth) {
+                        lo = _mm256_or_si256(lo, fifth_bits_lo8(bits, m));
+                        hi = _mm256_or_si256(hi, fifth_bits_hi8(bits, m));
+                    }
+#pragma GCC unroll 2
+                    for (int j = 0; j < NT; ++j) {
+                        const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m)));
+                        const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 16 + 4 * m)));
+                        const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo), _mm256_maddubs_epi16(hi, x_hi));
+                        s16[j] = m == 0 || (P::fifth && m == 2) ? p : _mm256_add_epi16(s16[j], p);
+                        __asm__("" : "+x"(s16[j]));  // a chain, as in the prompt tiles
+                        if (P::fifth && m == 1) sum[j] = _mm256_madd_epi16(s16[j], ones);
+                    }
+                }
+#pragma GCC unroll 2
+                for (int j = 0; j < NT; ++j) {
+                    const __m256i d = _mm256_madd_epi16(s16[j], ones);
+                    sum[j] = _mm256_add_epi32(P::fifth ? _mm256_add_epi32(sum[j], d) : d, _mm256_set1_epi32(start[b * a.n_tokens + j]));
+                }
+            } else {
+#pragma GCC unroll 4
+                for (int m = 0; m < 4; ++m) {
+                    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * m + 32 * h));
+                    const __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+                    const __m256i w_lo = _mm256_shuffle_epi8(levels, lo), a_lo = _mm256_shuffle_epi8(abs_levels, lo);
+                    const __m256i w_hi = _mm256_shuffle_epi8(levels, hi), a_hi = _mm256_shuffle_epi8(abs_levels, hi);
+#pragma GCC unroll 2
+                    for (int j = 0; j < NT; ++j) {
+                        const __m256i x_lo = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m)));
+                        const __m256i x_hi = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 16 + 4 * m)));
+                        const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(a_lo, _mm256_sign_epi8(x_lo, w_lo)), ones),
+                                                           _mm256_madd_epi16(_mm256_maddubs_epi16(a_hi, _mm256_sign_epi8(x_hi, w_hi)), ones));
+                        sum[j] = m == 0 ? p : _mm256_add_epi32(sum[j], p);
+                    }
+                }
+            }
+            const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(scales + b * 32 + 16 * h)));
+#pragma GCC unroll 2
+            for (int j = 0; j < NT; ++j)
+                acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[j]), _mm256_mul_ps(dw, _mm256_set1_ps(dx[b * a.n_tokens + j])), acc[h][j]);
+        }
+    }
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_rows - 8 * h), lanes);
+#pragma GCC unroll 2
+        for (int j = 0; j < NT; ++j) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r + 8 * h, keep, acc[h][j]);
+    }
+}
+
+// Rows [r0, r1) (r0 a multiple of 16) from the packed groups at a.panels,
+// every token, 2 a pass (AVX2 and AVX-VNNI; what they run for 1 and 2).
+template <class B>
+void gemm_packed16_avx2(const gemm_args& a, int64_t r0, int64_t r1) {
+    const int64_t nb = a.n_cols / qk_32;
+    thread_local act_sums s;
+    sum_activations<block_q8_0>(a, nb, signed_packed8<B> ? 0 : prompt_type<B>::offset, s);
+    const size_t group_bytes = packed16_group_bytes<B>(a.n_cols);
+    for (int64_t r = r0; r < r1; r += 16) {
+        const std::byte* group = a.panels + static_cast<size_t>(r / 16) * group_bytes;
+        const int n = static_cast<int>(std::min<int64_t>(16, r1 - r));
+        int64_t t = 0;
+        for (; t + 2 <= a.n_tokens; t += 2) packed_tokens8x2<B, 2>(a, group, nb, s, r, t, n, t == 0);
+        if (t < a.n_tokens) packed_tokens8x2<B, 1>(a, group, nb, s, r, t, n, t == 0);
+    }
+}
+
 // Lays rows out as packed16 says.
 template <class B>
 void pack16(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
@@ -176,13 +271,14 @@ void pack16(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
                 } else {
                     for (int m = 0; m < 8; ++m) quants[m * 16 + i] = load_u32(row[b].qs + 4 * m) ^ 0x80808080u;
                 }
-                if constexpr (P::masks) {
-                    // bit 4i + k of mask m (low nibbles) / 4 + m (high): the fifth bit of element 4m + k / 16 + 4m + k
+                if constexpr (P::fifth) {
+                    // bit 8k + m of row i's dword: the fifth bit of element 4m + k
                     const uint32_t qh = load_u32(row[b].qh);
-                    auto* masks = reinterpret_cast<uint64_t*>(blk + 256);
+                    uint32_t bits = 0;
                     for (int m = 0; m < 8; ++m)
                         for (int k = 0; k < 4; ++k)
-                            if ((qh >> (4 * m + k)) & 1u) masks[m] |= uint64_t{1} << (4 * i + k);
+                            if ((qh >> (4 * m + k)) & 1u) bits |= uint32_t{1} << (8 * k + m);
+                    reinterpret_cast<uint32_t*>(blk + 256)[i] = bits;
                 }
                 scales[b * 16 + i] = row[b].d;
             }
@@ -210,6 +306,15 @@ void pack_rows16(tensor_type weight, const void* w, int64_t n_rows, int64_t n_co
         case tensor_type::q5_0: return pack16<block_q5_0>(w, n_rows, n_cols, out);
         case tensor_type::q8_0: return pack16<block_q8_0>(w, n_rows, n_cols, out);
         default: return;
+    }
+}
+
+gemm_fn packed16_gemm256(tensor_type weight) {
+    switch (weight) {
+        case tensor_type::q4_0: return gemm_packed16_avx2<block_q4_0>;
+        case tensor_type::iq4_nl: return gemm_packed16_avx2<block_iq4_nl>;
+        case tensor_type::q5_0: return gemm_packed16_avx2<block_q5_0>;
+        default: return nullptr;
     }
 }
 

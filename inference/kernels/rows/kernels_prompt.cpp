@@ -309,6 +309,61 @@ TACHYON_PROMPT_AVX2 void lay_out8(const gemm_args& a, int64_t r, int n, int64_t 
     }
 }
 
+// lay_out8's rows r.. r + 7 (r a multiple of 8) from the panels at
+// a.panels (packed16, kernels_prompt.h): half r / 8 % 2 of group r / 16,
+// already rows in lanes, so no transposes and no gathers; the padding rows
+// of the last group are zero. q4_0, iq4_nl and q5_0 (q8_0 is read in place
+// below AVX-512).
+template <class B>
+constexpr bool in_packed16 = std::is_same_v<B, block_q4_0> || std::is_same_v<B, block_iq4_nl> || std::is_same_v<B, block_q5_0>;
+
+template <class B, bool Signed = false>
+TACHYON_PROMPT_AVX2 void lay_out8_packed(const gemm_args& a, int64_t r, int64_t nb, rows_of<B, 8>* out) {
+    using P = packed16<B>;
+    const char* group = reinterpret_cast<const char*>(a.panels) + static_cast<size_t>(r / 16) * packed16_group_bytes<B>(a.n_cols);
+    const int h = static_cast<int>((r / 8) % 2);
+    const char* scales = group + static_cast<size_t>(nb) * P::main;
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    [[maybe_unused]] const __m256i values = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values)));
+    [[maybe_unused]] const __m256i levels = Signed ? values : _mm256_xor_si256(values, _mm256_set1_epi8(static_cast<char>(0x80)));
+    for (int64_t b = 0; b < nb; ++b) {
+        const char* blk = group + b * static_cast<int64_t>(P::main);
+        if (h == 0)
+            for (size_t l = 0; l < P::main / 64; ++l) prefetch_l2(blk + 64 * l, packed16_prefetch_bytes);
+        const auto load = [&](size_t at) TACHYON_PROMPT_AVX2 { return _mm256_load_si256(reinterpret_cast<const __m256i*>(blk + at + 32 * h)); };
+        auto* q = reinterpret_cast<__m256i*>(out[b].quants);
+        if constexpr (prompt_type<B>::nibbles) {
+            for (int m = 0; m < 4; ++m) _mm256_store_si256(q + m, load(64 * m));
+        } else {
+            [[maybe_unused]] __m256i bits;
+            if constexpr (P::fifth) bits = load(256);
+            for (int m = 0; m < 4; ++m) {
+                const __m256i v = load(64 * m);
+                __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+                if constexpr (P::levels) {
+                    lo = _mm256_shuffle_epi8(levels, lo);
+                    hi = _mm256_shuffle_epi8(levels, hi);
+                } else {
+                    lo = _mm256_or_si256(lo, fifth_bits_lo8(bits, m));
+                    hi = _mm256_or_si256(hi, fifth_bits_hi8(bits, m));
+                }
+                _mm256_store_si256(q + m, lo);
+                _mm256_store_si256(q + 4 + m, hi);
+            }
+        }
+        _mm256_store_ps(out[b].d, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * 32 + 16 * h))));
+    }
+}
+
+// lay_out8 from the panels when the matmul has them, else from the rows.
+template <class B, bool Signed = false>
+TACHYON_PROMPT_AVX2 void lay_out8_from(const gemm_args& a, int64_t r, int n, int64_t nb, rows_of<B, 8>* out) {
+    if constexpr (in_packed16<B>) {
+        if (a.panels != nullptr) return lay_out8_packed<B, Signed>(a, r, nb, out);
+    }
+    lay_out8<B, Signed>(a, r, n, nb, out);
+}
+
 // Tokens t.. t + NT - 1 against the 8 rows laid out at w; lanes outside
 // `keep` are not stored. Nibbles: maddubs pairs stay within 2 * 15 * 128,
 // the 16 products of a block in an int16 lane within 30720, so a block's
@@ -629,7 +684,7 @@ void gemm_prompt_avx2(const gemm_args& a, int64_t r0, int64_t r1) {
             by_row_groups<8, rows>(
                 a, r0, r1, nt8,
                 [&](int64_t r, int n, rows* w) {
-                    lay_out8<B, true>(a, r, n, nb, w);
+                    lay_out8_from<B, true>(a, r, n, nb, w);
                     row_bias8<B>(w, nb, reinterpret_cast<__m256i*>(bias.data()));
                 },
                 [&](int64_t r, int64_t t0, int64_t t1, int n, const rows* w) TACHYON_PROMPT_AVX2 {
@@ -646,7 +701,7 @@ void gemm_prompt_avx2(const gemm_args& a, int64_t r0, int64_t r1) {
     thread_local act_sums s;
     sum_activations<typename prompt_type<B>::act>(a, nb, is_signed ? 0 : prompt_type<B>::offset, s);
     by_row_groups<8, rows>(
-        a, r0, r1, nt8, [&](int64_t r, int n, rows* w) { lay_out8<B, is_signed>(a, r, n, nb, w); },
+        a, r0, r1, nt8, [&](int64_t r, int n, rows* w) { lay_out8_from<B, is_signed>(a, r, n, nb, w); },
         [&](int64_t r, int64_t t0, int64_t t1, int n, const rows* w) TACHYON_PROMPT_AVX2 {
             const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
             int64_t t = t0;

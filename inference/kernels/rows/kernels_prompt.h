@@ -115,6 +115,48 @@ inline uint32_t load_u32(const void* p) {
     return v;
 }
 
+// How q4_0, iq4_nl, q5_0 and q8_0 lie in the panels pack_panels makes from
+// AVX2 up to AVX-512 (kernels_packed16.cpp packs them and runs 1-2 tokens
+// at AVX2, any batch at AVX-512; the AVX2 tiles here lay their rows out
+// from them for more): groups of 16 rows, `main` bytes a block (the
+// quants' dwords [m][row]: q4_0 / iq4_nl / q5_0 4 of nibbles as stored,
+// q8_0 8 of bytes as value + 128; q5_0 then a dword of fifth bits a row,
+// bit 8k + m the fifth bit of element 4m + k, so that a shift and an and
+// line up those of dword m's low nibbles (m < 4) or of dword m - 4's high
+// ones with the nibbles' bit 4), every block's then one after another,
+// then the rows' fp16 scales, 32 bytes a block; the group padded to a
+// cache line. A 64-byte line of quants is 16 rows: one AVX-512 register,
+// or two AVX2 ones of 8 rows each.
+template <class B>
+struct packed16 {
+    static constexpr bool nibbles = !std::is_same_v<B, block_q8_0>;
+    static constexpr bool fifth = std::is_same_v<B, block_q5_0>;
+    static constexpr bool levels = std::is_same_v<B, block_iq4_nl>;
+    static constexpr size_t main = nibbles ? 256 + (fifth ? 64 : 0) : 512;
+};
+
+template <class B>
+inline size_t packed16_group_bytes(int64_t n_cols) {
+    const size_t nb = static_cast<size_t>(n_cols / qk_32);
+    return (nb * (packed16<B>::main + 32) + 63) / 64 * 64;
+}
+
+// The fifth bits of q5_0 packed16 dword m's low nibbles (m < 4) and of
+// its high ones (4 + m) from the rows' dwords of fifth bits, as 0x10 bytes.
+TACHYON_PROMPT_AVX2 inline __m256i fifth_bits_lo8(__m256i bits, int m) {
+    return _mm256_and_si256(_mm256_slli_epi32(bits, 4 - m), _mm256_set1_epi8(0x10));
+}
+TACHYON_PROMPT_AVX2 inline __m256i fifth_bits_hi8(__m256i bits, int m) {
+    return _mm256_and_si256(_mm256_srli_epi32(bits, m), _mm256_set1_epi8(0x10));
+}
+
+// How far ahead the packed passes ask for their quants (and scales, as
+// many blocks ahead) into L2: 8 KiB (Zen 5, one thread, 2816 x 1024 q4_0
+// from 512 MiB, one token, 2 / 4 / 8 / 16 KiB ahead: 20.0-21.0 /
+// 19.9-20.3 / 21.9 / 16.4-17.4 GB/s; two threads 37-38 / 37 / 41-42 /
+// 32-33).
+constexpr int64_t packed16_prefetch_bytes = 8 << 10;
+
 constexpr int nt16 = 8;  // tokens per AVX-512 tile: 8 int and 8 float sums, 16 of the 32 registers
 
 }  // namespace tachyon::detail

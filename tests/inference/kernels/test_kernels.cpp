@@ -502,8 +502,10 @@ TEST_CASE("matmul of q4_0, iq4_nl, q5_0 and q8_0 weights packed in groups of 16 
         CAPTURE(to_string(type));
         const auto w = random_weights(type, n_rows, n_cols, 59);
         const weight_panels panels = pack_panels(type, w.data(), n_rows, n_cols);
-        if (default_isa() != kernel_isa::avx512) {
-            CHECK(panels.data == nullptr);  // packed at the AVX-512 level only (AMX keeps its tiles on the weights in place)
+        // packed from AVX2 to AVX-512 (q8_0 at AVX-512 only; AMX keeps its tiles on the weights in place)
+        const kernel_isa level = default_isa();
+        if (level < kernel_isa::avx2 || level == kernel_isa::amx || (type == tensor_type::q8_0 && level != kernel_isa::avx512)) {
+            CHECK(panels.data == nullptr);
             continue;
         }
         REQUIRE(panels.data != nullptr);
@@ -535,9 +537,12 @@ TEST_CASE("matmul of q4_0, iq4_nl, q5_0 and q8_0 weights packed in groups of 16 
     }
 }
 
-TEST_CASE("only float weights of 32 rows and more, 16-multiple long, the k-quants q4_K to q6_K and iq4_xs, and at AVX-512 q4_0, iq4_nl, q5_0 and q8_0 are packed as panels") {
+TEST_CASE("only float weights of 32 rows and more, 16-multiple long, the k-quants q4_K to q6_K and iq4_xs, from AVX2 to AVX-512 q4_0, iq4_nl and q5_0, and at AVX-512 q8_0 are packed as panels") {
     const auto q = random_weights(tensor_type::q8_0, 64, 64, 5);
     CHECK((pack_panels(tensor_type::q8_0, q.data(), 64, 64).data != nullptr) == (default_isa() == kernel_isa::avx512));
+    const auto q4 = random_weights(tensor_type::q4_0, 64, 64, 5);
+    CHECK((pack_panels(tensor_type::q4_0, q4.data(), 64, 64).data != nullptr) ==
+          (default_isa() >= kernel_isa::avx2 && default_isa() <= kernel_isa::avx512));
     const auto q41 = random_weights(tensor_type::q4_1, 64, 64, 5);
     CHECK(pack_panels(tensor_type::q4_1, q41.data(), 64, 64).data == nullptr);
     const auto few = random_weights(tensor_type::f16, 31, 64, 5);
