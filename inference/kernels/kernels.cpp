@@ -564,17 +564,17 @@ bool packs_quantized(tensor_type weight) {
 bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols) {
     if (packs_rows16(weight)) return n_rows > 0 && n_cols > 0 && n_cols % qk_32 == 0 && packs_quantized(weight);
     if (packs_quantized(weight)) return n_rows > 0 && n_cols > 0 && n_cols % qk_k == 0 && default_isa() >= kernel_isa::avx2;
-    return is_float(weight) && n_rows >= panel_rows && n_cols > 0 && n_cols % 16 == 0 && default_isa() >= kernel_isa::avx512;
+    return is_float(weight) && n_rows >= panel_rows && n_cols > 0 && n_cols % 16 == 0 && default_isa() >= kernel_isa::avx2;
 }
 
-// Float weights are packed in place of the file's pages at the AVX-512
-// level below AMX, whole groups of 32 rows (the rows past the last group
+// Float weights are packed in place of the file's pages from the AVX2
+// level to AVX-512 (not at AMX), whole groups of 32 rows (the rows past the last group
 // would be read in place): the panels stream from huge pages as one run of
 // 32 rows, where rows in place cross a 4 KiB page every 2048 f16 values.
 bool panels_replace_weights(tensor_type weight, int64_t n_rows, int64_t n_cols) {
     if (!panels_pay(weight, n_rows, n_cols)) return false;
     if (packs_quantized(weight)) return default_isa() >= kernel_isa::avx2;
-    return is_float(weight) && default_isa() == kernel_isa::avx512 && n_rows % panel_rows == 0;
+    return is_float(weight) && default_isa() >= kernel_isa::avx2 && default_isa() <= kernel_isa::avx512 && n_rows % panel_rows == 0;
 }
 
 void weight_panels::release::operator()(std::byte* p) const noexcept { std::free(p); }
@@ -685,7 +685,7 @@ void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_ro
     } else if (panels != nullptr && (on_amx_tiles(weight, ctx.isa(), n_tokens) || on_avx2_tiles(weight, ctx.isa(), n_tokens) ||
                                      on_rows16_tiles(weight, ctx.isa(), n_tokens))) {
         a.panels = panels;  // the AMX-BF16 tiles dequantize the panels, the AVX2 tiles lay their rows out from them
-    } else if (panels != nullptr && is_float(weight) && ctx.isa() >= kernel_isa::avx512) {
+    } else if (panels != nullptr && is_float(weight) && ctx.isa() >= kernel_isa::avx2) {
         // With panels, threads take whole groups of 32 rows: a row's sum then
         // comes from the same kernel however many threads run.
         a.panels = panels;

@@ -166,6 +166,18 @@ struct columns_tile {
             for (int i = 0; i < rm; ++i) wt[k * rm + i] = L::one(row[i] + k);
     }
 
+    // The same columns from weights packed ahead (pack_panels: group g of
+    // 32 rows at a.panels + g * n_cols * 32 elements, column k of it 32
+    // elements; r a multiple of 16 in a whole group): a copy, converted.
+    TACHYON_AVX2 static void from_panels(const gemm_args& a, int64_t r, int64_t k0, int64_t kn, float* wt) {
+        using elem = typename L::elem;
+        const elem* p = reinterpret_cast<const elem*>(a.panels) + (r / 32) * a.n_cols * 32 + r % 32;
+        for (int64_t k = 0; k < kn; ++k) {
+            _mm256_store_ps(wt + k * rm, L::load8(p + (k0 + k) * 32));
+            _mm256_store_ps(wt + k * rm + 8, L::load8(p + (k0 + k) * 32 + 8));
+        }
+    }
+
     // Tokens t.. t + NT - 1 against the columns [k0, k0 + kn) at wt, onto y
     // when `add` (lanes outside keep_lo / keep_hi not stored). Fewer than 4
     // tokens split the columns over KS sets of sums, so that 8 FMA chains
@@ -240,12 +252,90 @@ struct columns_tile {
                 const __m256i keep_hi = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8), lanes);
                 for (int64_t k0 = 0; k0 < a.n_cols; k0 += kc) {
                     const int64_t kn = std::min(kc, a.n_cols - k0);
-                    transpose_rows(a, r, n, k0, kn, wt);
+                    if (a.panels != nullptr) from_panels(a, r, k0, kn, wt);
+                    else transpose_rows(a, r, n, k0, kn, wt);
                     int64_t t = t0;
                     for (; t + nt <= t1; t += nt) tokens<nt>(a, wt, r, t, k0, kn, k0 > 0, keep_lo, keep_hi);
                     tail(a, wt, r, t, k0, kn, k0 > 0, keep_lo, keep_hi, t1 - t);
                 }
             }
+        }
+    }
+};
+
+// Few tokens against float weights packed ahead (pack_panels, [n_rows /
+// 32][n_cols][32], in place of the file's pages from the AVX2 level on):
+// column k of 32 rows is four registers that x[k] of a token, broadcast,
+// scales into the 32 row sums, with no horizontal sums, one stream of
+// weights from huge pages (rows in place are 4 streams, each crossing a 4
+// KiB page every 2048 f16 values) prefetched ahead. One token splits the
+// columns over two sets of sums, so that 8 multiply-add chains are in
+// flight; 2 tokens fill 8 sums, 4 weights and a broadcast of the 16
+// registers.
+template <class L>
+struct panels_tile {
+    static constexpr int rm = 32;
+    static constexpr int64_t prefetch_bytes = 8 << 10;
+
+    template <int NT>
+    TACHYON_AVX2 static void tokens(const gemm_args& a, const typename L::elem* p, int64_t r, int64_t t, bool prefetch) {
+        using elem = typename L::elem;
+        constexpr int KS = NT == 1 ? 2 : 1;
+        constexpr int64_t lines = 32 * sizeof(elem) / 64;  // a column's cache lines
+        const float* x[NT];
+        for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const float*>(a.x + (t + j) * a.x_row_bytes);
+        __m256 acc[KS][NT][4];
+#pragma GCC unroll 2
+        for (int s = 0; s < KS; ++s)
+#pragma GCC unroll 2
+            for (int j = 0; j < NT; ++j)
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; ++c) acc[s][j][c] = _mm256_setzero_ps();
+        int64_t k = 0;
+        for (; k + KS <= a.n_cols; k += KS) {
+#pragma GCC unroll 2
+            for (int s = 0; s < KS; ++s) {
+                const elem* col = p + (k + s) * 32;
+                if (prefetch)
+                    for (int64_t l = 0; l < lines; ++l) _mm_prefetch(reinterpret_cast<const char*>(col) + prefetch_bytes + 64 * l, _MM_HINT_T1);
+                __m256 w[4];
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; ++c) w[c] = L::load8(col + 8 * c);
+#pragma GCC unroll 2
+                for (int j = 0; j < NT; ++j) {
+                    const __m256 xk = _mm256_broadcast_ss(x[j] + k + s);
+#pragma GCC unroll 4
+                    for (int c = 0; c < 4; ++c) acc[s][j][c] = _mm256_fmadd_ps(xk, w[c], acc[s][j][c]);
+                }
+            }
+        }
+        for (; k < a.n_cols; ++k) {
+            const elem* col = p + k * 32;
+#pragma GCC unroll 2
+            for (int j = 0; j < NT; ++j) {
+                const __m256 xk = _mm256_broadcast_ss(x[j] + k);
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; ++c) acc[0][j][c] = _mm256_fmadd_ps(xk, L::load8(col + 8 * c), acc[0][j][c]);
+            }
+        }
+#pragma GCC unroll 2
+        for (int j = 0; j < NT; ++j)
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c) {
+                __m256 v = acc[0][j][c];
+                if constexpr (KS == 2) v = _mm256_add_ps(v, acc[1][j][c]);
+                _mm256_storeu_ps(a.y + (t + j) * a.ldy + r + 8 * c, v);
+            }
+    }
+
+    // Rows [r0, r_end), whole groups of 32 (r0 a multiple of 32), every token.
+    TACHYON_AVX2 static void run(const gemm_args& a, int64_t r0, int64_t r_end) {
+        const auto* panels = reinterpret_cast<const typename L::elem*>(a.panels);
+        for (int64_t r = r0; r < r_end; r += rm) {
+            const auto* p = panels + r * a.n_cols;
+            int64_t t = 0;
+            for (; t + 2 <= a.n_tokens; t += 2) tokens<2>(a, p, r, t, t == 0);
+            if (t < a.n_tokens) tokens<1>(a, p, r, t, t == 0);
         }
     }
 };
@@ -257,10 +347,24 @@ struct columns_tile {
 // on the 220M f16 model 133 -> 190 tokens/s).
 constexpr int64_t min_tokens_columns = 12;
 
-template <class L>
+// With panels (r0 a multiple of 32), their whole groups: columns_tile
+// fills its buffer from them for batches of min_tokens_columns and more,
+// panels_tile reads them as they are below; rows past the last whole group
+// (no panel) and weights without panels take the row tiles, columns_tile
+// (f16) as before.
+template <class L, bool Columns>
 TACHYON_AVX2 void gemm_float(const gemm_args& a, int64_t r0, int64_t r1) {
-    if (a.n_tokens >= min_tokens_columns) return columns_tile<L>::run(a, r0, r1);
-    gemm<float_tile<L>>(a, r0, r1);
+    if (a.panels != nullptr && r0 % 32 == 0) {
+        const int64_t r_end = r0 + (r1 - r0) / 32 * 32;
+        if (a.n_tokens >= min_tokens_columns) columns_tile<L>::run(a, r0, r_end);
+        else panels_tile<L>::run(a, r0, r_end);
+        r0 = r_end;
+        if (r0 >= r1) return;
+    }
+    gemm_args in_place = a;
+    in_place.panels = nullptr;
+    if (Columns && a.n_tokens >= min_tokens_columns) return columns_tile<L>::run(in_place, r0, r1);
+    gemm<float_tile<L>>(in_place, r0, r1);
 }
 
 // ---- activation quantizers ----------------------------------------------------
@@ -357,9 +461,9 @@ TACHYON_AVX2 void gemm_by_tokens(const gemm_args& a, int64_t r0, int64_t r1) {
     else gemm_nibbles<U>(a, r0, r1);
 }
 
-constexpr type_kernels avx2_f32{gemm<float_tile<load_f32>>, dot<float_tile<load_f32>>, nullptr};
-constexpr type_kernels avx2_f16{gemm_float<load_f16>, dot<float_tile<load_f16>>, nullptr};
-constexpr type_kernels avx2_bf16{gemm<float_tile<load_bf16>>, dot<float_tile<load_bf16>>, nullptr};
+constexpr type_kernels avx2_f32{gemm_float<load_f32, false>, dot<float_tile<load_f32>>, nullptr};
+constexpr type_kernels avx2_f16{gemm_float<load_f16, true>, dot<float_tile<load_f16>>, nullptr};
+constexpr type_kernels avx2_bf16{gemm_float<load_bf16, false>, dot<float_tile<load_bf16>>, nullptr};
 constexpr type_kernels avx2_q8_0{gemm_by_tokens<unpack_q8_0, tensor_type::q8_0>, dot<q8_tile<unpack_q8_0>>, quantize_q8_0};
 constexpr type_kernels avx2_q4_0{gemm_by_tokens<unpack_q4_0, tensor_type::q4_0>, dot<q8_tile<unpack_q4_0>>, quantize_q8_0};
 constexpr type_kernels avx2_q4_1{gemm_by_tokens<unpack_q4_1, tensor_type::q4_1>, dot<q8_tile<unpack_q4_1>>, quantize_q8_1};

@@ -400,8 +400,8 @@ TEST_CASE("matmul with weights packed as panels matches the double-precision ref
     for (tensor_type type : {tensor_type::f32, tensor_type::f16, tensor_type::bf16}) {
         const auto w = random_weights(type, n_rows, n_cols, 31);
         const weight_panels panels = pack_panels(type, w.data(), n_rows, n_cols);
-        if (default_isa() < kernel_isa::avx512) {
-            CHECK(panels.data == nullptr);  // no kernels that use them (none on the CPU, or TACHYON_KERNELS below avx512)
+        if (default_isa() < kernel_isa::avx2) {
+            CHECK(panels.data == nullptr);  // no kernels that use them (none on the CPU, or TACHYON_KERNELS=scalar)
             continue;
         }
         REQUIRE(panels.data != nullptr);
@@ -409,11 +409,16 @@ TEST_CASE("matmul with weights packed as panels matches the double-precision ref
         std::vector<float> wf(static_cast<size_t>(n_rows * n_cols));
         for (int64_t r = 0; r < n_rows; ++r)
             dequantize_row(type, w.data() + r * row_size(type, n_cols), wf.data() + r * n_cols, n_cols);
-        kernel_context one(1), two(2);
-        // 1 takes the row kernels; 2-15 read the panels as they are, 16 and
-        // more convert them first; 8 tokens at a time with a tail.
-        for (int64_t n_tokens : {1, 2, 3, 8, 15, 16, 17, 37}) {
+        for (kernel_isa isa : available_isas()) {
+        if (isa < kernel_isa::avx2) continue;
+        kernel_context one(1, isa), two(2, isa);
+        // AVX-512: 1-15 read the panels as they are, 16 and more convert them
+        // first, 8 tokens at a time with a tail; AVX2: 1-11 read them as they
+        // are, 2 tokens a pass, 12 and more (f16 and the others alike) copy
+        // 16 rows of them at a time into columns
+        for (int64_t n_tokens : {1, 2, 3, 8, 11, 12, 15, 16, 17, 37}) {
             CAPTURE(to_string(type));
+            CAPTURE(to_string(isa));
             CAPTURE(n_tokens);
             const auto x = random_floats(static_cast<size_t>(n_tokens * n_cols), 41);
             std::vector<float> y1(static_cast<size_t>(n_tokens * n_rows), -1.0f), y2(y1.size(), -2.0f);
@@ -432,6 +437,7 @@ TEST_CASE("matmul with weights packed as panels matches the double-precision ref
             }
             CHECK(n_bad == 0);
             CHECK(y1 == y2);  // threads take whole groups of 32 rows
+        }
         }
     }
 }
