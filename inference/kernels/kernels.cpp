@@ -505,10 +505,15 @@ bool rows16_level(tensor_type weight, kernel_isa isa) {
     return isa >= kernel_isa::avx2 && isa < kernel_isa::avx512 && weight != tensor_type::q8_0;
 }
 
-// Below AVX-512 the packed16 kernels take 1 and 2 tokens; larger batches
-// take the 8-row prompt tiles, which lay their rows out from the panels
-// (the tiles win from 3 tokens on over rows in place, kernels_avx2.cpp).
-constexpr int64_t rows16_min_tokens_tiles = 3;
+// Below AVX-512 the packed16 kernel (2 tokens a pass) takes batches of up
+// to 11 tokens; larger ones take the 8-row prompt tiles, which lay their
+// rows out from the panels. Measured on Zen 5 at TACHYON_KERNELS=avx2, one
+// thread, `tachyon bench matmul --type T --rows 2816 --cols 1024 --mib 64
+// --tokens 3,4,8,16 --no-bandwidth`, us, packed kernel / tiles from the
+// panels: q4_0 96 / 151, 148 / 181, 270 / 278, 511 / 476; q5_0 138 / 205,
+// 195 / 235, 340 / 362, 652 / 606; iq4_nl 170 / 215, -, 430 / 444, 821 /
+// 753.
+constexpr int64_t rows16_min_tokens_tiles = 12;
 
 bool on_rows16_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
     return packs_rows16(weight) && rows16_level(weight, isa) && isa < kernel_isa::avx512 && n_tokens >= rows16_min_tokens_tiles;

@@ -183,7 +183,7 @@ struct weight_panels {
 // rows in the lanes, the nibbles as they are (q5_0's fifth bits a dword a
 // row beside them), q8_0's bytes offset by 128, the fp16 scales after them
 // (the rows' own size); every batch there reads them (below AVX-512,
-// batches of 3 tokens and more through the 8-row prompt tiles, which lay
+// batches of 12 tokens and more through the 8-row prompt tiles, which lay
 // their rows out from the panels).
 //
 // True for the quantized types pack_panels lays out (q4_K, q5_K, q6_K,

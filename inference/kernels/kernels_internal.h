@@ -101,8 +101,8 @@ void pack_rows16(tensor_type weight, const void* w, int64_t n_rows, int64_t n_co
 // The matmul of a packed type from its panels (y[t, r] for r in [r0, r1),
 // r0 a multiple of 16, every token, reading a.panels): the AVX-512 kernels
 // (16 rows a register) or the AVX2 ones (8); nullptr for another type.
-// q4_0, iq4_nl, q5_0 and q8_0 below AVX-512 (packed16_gemm256) run 1 and 2
-// tokens this way; larger batches take the AVX2 / AVX-VNNI prompt tiles,
+// q4_0, iq4_nl and q5_0 below AVX-512 (packed16_gemm256) run batches of up
+// to 11 tokens this way; larger ones take the AVX2 / AVX-VNNI prompt tiles,
 // which lay their rows out from a.panels when it is set.
 gemm_fn packed_gemm(tensor_type weight, bool avx512);
 gemm_fn packed16_gemm512(tensor_type weight);

@@ -3,9 +3,9 @@
 // that multiply them: at AVX-512 one for every batch, 16 rows in the lanes
 // of a register, a token's 4 activation bytes broadcast against them, as
 // the prompt tiles of kernels_prompt.cpp do from rows they lay out per
-// call; at AVX2 and AVX-VNNI one for 1 and 2 tokens, the 16 rows in two
-// registers of 8 (larger batches take the 8-row tiles of
-// kernels_prompt.cpp, which lay their rows out from the panels).
+// call; at AVX2 and AVX-VNNI one for batches of up to 11 tokens, 2 a
+// pass, the 16 rows in two registers of 8 (larger batches take the 8-row
+// tiles of kernels_prompt.cpp, which lay their rows out from the panels).
 // GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge
 // operand, which -Wuninitialized reports once inlined (GCC bug 105593).
 #if defined(__GNUC__) && !defined(__clang__)
@@ -233,7 +233,7 @@ TACHYON_PROMPT_AVX2 void packed_tokens8x2(const gemm_args& a, const std::byte* g
 }
 
 // Rows [r0, r1) (r0 a multiple of 16) from the packed groups at a.panels,
-// every token, 2 a pass (AVX2 and AVX-VNNI; what they run for 1 and 2).
+// every token, 2 a pass (AVX2 and AVX-VNNI, batches of up to 11 tokens).
 template <class B>
 void gemm_packed16_avx2(const gemm_args& a, int64_t r0, int64_t r1) {
     const int64_t nb = a.n_cols / qk_32;

@@ -519,8 +519,9 @@ TEST_CASE("matmul of q4_0, iq4_nl, q5_0 and q8_0 weights packed in groups of 16 
         kernel_context scalar(1, kernel_isa::scalar);
         for (kernel_isa isa : available_isas()) {
             kernel_context one(1, isa), two(2, isa);
-            // one token (decode), the tails of a pass of 8, several passes
-            for (int64_t n_tokens : {1, 2, 3, 7, 8, 9, 16, 19}) {
+            // one token (decode), the tails of a pass of 8 (AVX-512) or 2 (AVX2),
+            // several passes, and AVX2's switch to the prompt tiles at 12
+            for (int64_t n_tokens : {1, 2, 3, 7, 8, 9, 11, 12, 16, 19}) {
                 CAPTURE(to_string(isa));
                 CAPTURE(n_tokens);
                 const auto x = random_floats(static_cast<size_t>(n_tokens * n_cols), 61 + static_cast<uint32_t>(n_tokens));
