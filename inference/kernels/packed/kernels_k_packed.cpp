@@ -113,19 +113,11 @@ void pack_q6_k_row(q6_k_packed16& p, int i, const block_q6_k& blk) {
             v[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
         }
     }
-    for (int c = 0; c < 4; ++c) {
-        const uint8_t* e = q + 64 * c;
-        for (int k = 0; k < 8; ++k) {
-            auto* lo = reinterpret_cast<uint8_t*>(&p.lo[c][k][i]);
-            for (int m = 0; m < 4; ++m) lo[m] = static_cast<uint8_t>((e[4 * k + m] & 0x0f) | (e[32 + 4 * k + m] & 0x0f) << 4);
-        }
-        for (int k = 0; k < 4; ++k) {
-            auto* hi = reinterpret_cast<uint8_t*>(&p.hi[c][k][i]);
-            for (int m = 0; m < 4; ++m) {
-                int v = 0;
-                for (int f = 0; f < 4; ++f) v |= (e[16 * f + 4 * k + m] >> 4) << (2 * f);
-                hi[m] = static_cast<uint8_t>(v);
-            }
+    for (int s = 0; s < 16; ++s) {
+        const uint8_t* e = q + 16 * s;
+        for (int plane = 0; plane < 3; ++plane) {
+            auto* out = reinterpret_cast<uint8_t*>(&p.q[s][plane][i]);
+            for (int m = 0; m < 4; ++m) out[m] = static_cast<uint8_t>(e[4 * plane + m] | ((e[12 + m] >> (2 * plane)) & 3) << 6);
         }
     }
     for (int sb = 0; sb < 16; ++sb) p.scales[sb][i] = blk.scales[sb];
@@ -317,7 +309,10 @@ __attribute__((noinline)) TACHYON_AVX2 void tokens256(const gemm_args& a, const 
         const P& blk = w[b];
         const char* ahead = reinterpret_cast<const char*>(&blk) + prefetch_bytes<P>;
         __m256i sumi[NH][NT];
-#pragma GCC unroll 8
+        // Unrolled by 2, not 8: from memory (256 MiB, one token, one thread, Zen 5)
+        // q4_K read 28 GB/s -> 34-39 and q5_K 17-18 -> 24-25; the full unroll
+        // spilled. tokens512 keeps 8: there 2 lost in L2 (q5_K 66-74 -> 51).
+#pragma GCC unroll 2
         for (int sb = 0; sb < 8; ++sb) {
             prefetch_sub_block<P>(ahead, sb);
             __m256i s16[NH][NT];
@@ -397,7 +392,8 @@ __attribute__((noinline)) TACHYON_AVX2 void tokens256(const gemm_args& a, const 
         const iq4_xs_packed16& blk = w[b];
         const char* ahead = reinterpret_cast<const char*>(&blk) + prefetch_bytes<iq4_xs_packed16>;
         __m256i sumi[NT];
-#pragma GCC unroll 8
+        // By 2, as in tokens256.
+#pragma GCC unroll 2
         for (int sb = 0; sb < 8; ++sb) {
             prefetch_sub_block<iq4_xs_packed16>(ahead, sb);
             // each row's scale in both int16 halves of its lane
@@ -466,7 +462,8 @@ __attribute__((noinline)) TACHYON_AVX512 void q6_tokens512(const gemm_args& a, c
         const q6_k_packed16& blk = w[b];
         const char* ahead = reinterpret_cast<const char*>(&blk) + q6_prefetch_bytes;
         __m512 sumf[KS][NT];
-#pragma GCC unroll 16
+        // By 4, not 16, as in q6_tokens256 below: from memory 23-25 GB/s -> 34-37.
+#pragma GCC unroll 4
         for (int sb = 0; sb < 16; ++sb) {
             q6_prefetch(ahead, sb);
             __m512i s32[NT];
@@ -521,12 +518,16 @@ TACHYON_AVX512 void q6_tail512(const gemm_args& a, const q6_k_packed16* w, int64
 
 // Half h (rows 8h..8h+7) of register k of sub-block sb.
 TACHYON_AVX2 inline __m256i q6_values256(const q6_k_packed16& blk, int sb, int k, int h) {
-    const int c = sb / 4, f = sb % 4;
-    __m256i l = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.lo[c][4 * (f % 2) + k][8 * h]));
-    if (f >= 2) l = _mm256_srli_epi16(l, 4);
-    __m256i hb = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.hi[c][k][8 * h]));
-    hb = f == 0 ? _mm256_slli_epi16(hb, 4) : f == 1 ? _mm256_slli_epi16(hb, 2) : f == 2 ? hb : _mm256_srli_epi16(hb, 2);
-    return _mm256_or_si256(_mm256_and_si256(l, _mm256_set1_epi8(0x0f)), _mm256_and_si256(hb, _mm256_set1_epi8(0x30)));
+    const __m256i low6 = _mm256_set1_epi8(0x3f);
+    if (k < 3) return _mm256_and_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.q[sb][k][8 * h])), low6);
+    const __m256i r0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.q[sb][0][8 * h]));
+    const __m256i r1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.q[sb][1][8 * h]));
+    const __m256i r2 = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.q[sb][2][8 * h]));
+    // Bits 6..7 of r0, r1 and r2 to bits 0..1, 2..3 and 4..5.
+    const __m256i b01 = _mm256_and_si256(_mm256_srli_epi16(r0, 6), _mm256_set1_epi8(0x03));
+    const __m256i b23 = _mm256_and_si256(_mm256_srli_epi16(r1, 4), _mm256_set1_epi8(0x0c));
+    const __m256i b45 = _mm256_and_si256(_mm256_srli_epi16(r2, 2), _mm256_set1_epi8(0x30));
+    return _mm256_or_si256(_mm256_or_si256(b01, b23), b45);
 }
 
 // The 8 rows' int8 values of scales[s0] and scales[s1] of half h, as int16 pairs per dword.
@@ -553,7 +554,10 @@ __attribute__((noinline)) TACHYON_AVX2 void q6_tokens256(const gemm_args& a, con
         __m256i sumi[NH][NT];
 #pragma GCC unroll 4
         for (int i = 0; i < NH * NT; ++i) sumi[i / NT][i % NT] = _mm256_setzero_si256();
-#pragma GCC unroll 16
+        // Unrolled by 4, not 16: the whole block unrolled spilled a quarter of
+        // its registers, and from memory (256 MiB of 2816 x 1024, one token, one
+        // thread, Zen 5) the pass read 19 GB/s against 38-42 (in L2 35 -> 48).
+#pragma GCC unroll 4
         for (int sb = 0; sb < 16; ++sb) {
             q6_prefetch(ahead, sb);
 #pragma GCC unroll 2

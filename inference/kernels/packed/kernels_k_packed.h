@@ -51,15 +51,16 @@ static_assert(sizeof(iq4_xs_packed16) == 2368, "about 8.8 % above 16 iq4_xs bloc
 
 // One block of 256 columns of a group of 16 rows of q6_K, the 6-bit values
 // kept unsigned (0..63; the offset of 32 comes off through the token's
-// bsums). Chunk c is elements 64c..64c+63 of a row: byte m of a row's dword
-// lo[c][k] holds the low 4 bits of element 64c + 4k + m in its low nibble
-// and of element 64c + 32 + 4k + m in its high one, byte m of hi[c][k] the
-// top 2 bits of elements 64c + 16f + 4k + m at bits 2f..2f+1, f = 0..3.
-// Sub-block s (16 elements) is then lo[s/4][4 (s%2) + k] and hi[s/4][k],
-// k = 0..3, with one shift each to line the bits up.
+// bsums). Sub-block s (16 elements) of a row is the three dwords q[s][p],
+// p = 0..2: byte m of q[s][p] holds element 16s + 4p + m in bits 0..5 and
+// bits 2p..2p + 1 of element 16s + 12 + m in bits 6..7. Registers 0..2 of
+// a sub-block (16 rows x 4 elements) are then one load and an and each;
+// register 3 gathers the three planes' top bits (three shifts, three ands
+// and two ors at AVX2, three shifts, two ternlogs and an and at AVX-512),
+// where low and high nibbles with the top bits in a plane of their own
+// spent a shift, two ands and an or on every register.
 struct alignas(64) q6_k_packed16 {
-    uint32_t lo[4][8][16];
-    uint32_t hi[4][4][16];
+    uint32_t q[16][3][16];  // [s][p][row]
     int8_t scales[16][16];  // [s][row]
     uint16_t d[16];
 };
@@ -98,13 +99,13 @@ TACHYON_PACKED_AVX512 inline __m512i values512(const iq4_xs_packed16& blk, int s
 
 // Register k of sub-block sb: 16 rows x elements 16 sb + 4k .. + 3, 0..63.
 TACHYON_PACKED_AVX512 inline __m512i q6_values512(const q6_k_packed16& blk, int sb, int k) {
-    const int c = sb / 4, f = sb % 4;
-    __m512i l = _mm512_load_si512(blk.lo[c][4 * (f % 2) + k]);
-    if (f >= 2) l = _mm512_srli_epi16(l, 4);
-    __m512i h = _mm512_load_si512(blk.hi[c][k]);
-    h = f == 0 ? _mm512_slli_epi16(h, 4) : f == 1 ? _mm512_slli_epi16(h, 2) : f == 2 ? h : _mm512_srli_epi16(h, 2);
-    // (l & 0x0f) | (h & 0x30)
-    return _mm512_ternarylogic_epi32(l, _mm512_and_si512(h, _mm512_set1_epi8(0x30)), _mm512_set1_epi8(0x0f), 0xec);
+    const __m512i low6 = _mm512_set1_epi8(0x3f);
+    if (k < 3) return _mm512_and_si512(_mm512_load_si512(blk.q[sb][k]), low6);
+    const __m512i r0 = _mm512_load_si512(blk.q[sb][0]), r1 = _mm512_load_si512(blk.q[sb][1]), r2 = _mm512_load_si512(blk.q[sb][2]);
+    // Bits 6..7 of r0, r1 and r2 to bits 0..1, 2..3 and 4..5 (0xca: a ? b : c).
+    const __m512i lo4 = _mm512_ternarylogic_epi32(_mm512_set1_epi8(0x03), _mm512_srli_epi16(r0, 6), _mm512_srli_epi16(r1, 4), 0xca);
+    const __m512i all = _mm512_ternarylogic_epi32(_mm512_set1_epi8(0x0f), lo4, _mm512_srli_epi16(r2, 2), 0xca);
+    return _mm512_and_si512(all, low6);
 }
 
 }  // namespace tachyon::detail
