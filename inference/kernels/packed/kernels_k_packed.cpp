@@ -742,11 +742,32 @@ void gemm_q6_k_packed256(const gemm_args& a, int64_t r0, int64_t r1) {
 
 }  // namespace
 
+namespace {
+
+// Batches of 1 or 2 tokens through Narrow, the rest through Wide.
+template <gemm_fn Wide, gemm_fn Narrow>
+void few_tokens_narrow(const gemm_args& a, int64_t r0, int64_t r1) {
+    (a.n_tokens <= 2 ? Narrow : Wide)(a, r0, r1);
+}
+
+// On AMD the AVX-512 level's decode and 2-token passes of q4_K and q6_K take
+// the AVX2 kernels: from memory they read more (EPYC Zen 5, 2816 x 1024 from
+// 256 MiB, one token, AVX-512 / AVX2 kernel, GB/s: q4_K 1 thread 28-29 /
+// 32-39, 2 threads 37-50 / 41-64; q6_K 29-30 / 39-41, 55 / 66-71; the 220M
+// Q6_K file at 1 thread 173-188 -> 183-221 t/s), though in L2 the AVX-512
+// ones are 1.5x faster. q5_K and iq4_xs read more through AVX-512 (27-30
+// against 23-25 GB/s) and keep it.
+constexpr gemm_fn q4_k_gemm512 = few_tokens_narrow<gemm_packed512<q4_k_packed16>, gemm_packed256<q4_k_packed16>>;
+constexpr gemm_fn q6_k_gemm512 = few_tokens_narrow<gemm_q6_k_packed512, gemm_q6_k_packed256>;
+
+}  // namespace
+
 gemm_fn packed_gemm(tensor_type weight, bool avx512) {
+    const bool amd = cpu_is_amd();
     switch (weight) {
-        case tensor_type::q4_k: return avx512 ? gemm_packed512<q4_k_packed16> : gemm_packed256<q4_k_packed16>;
+        case tensor_type::q4_k: return avx512 ? (amd ? q4_k_gemm512 : gemm_packed512<q4_k_packed16>) : gemm_packed256<q4_k_packed16>;
         case tensor_type::q5_k: return avx512 ? gemm_packed512<q5_k_packed16> : gemm_packed256<q5_k_packed16>;
-        case tensor_type::q6_k: return avx512 ? gemm_q6_k_packed512 : gemm_q6_k_packed256;
+        case tensor_type::q6_k: return avx512 ? (amd ? q6_k_gemm512 : gemm_q6_k_packed512) : gemm_q6_k_packed256;
         case tensor_type::iq4_xs: return avx512 ? gemm_packed512<iq4_xs_packed16> : gemm_packed256<iq4_xs_packed16>;
         default: return avx512 ? packed16_gemm512(weight) : packed16_gemm256(weight);
     }
