@@ -88,10 +88,6 @@ uint64_t read_part(kernel_isa isa, const std::byte* p, size_t n) {
     return read_scalar(p, n);
 }
 
-struct aligned_free {
-    void operator()(std::byte* p) const { std::free(p); }
-};
-
 }  // namespace
 
 cache_sizes detect_cache_sizes() {
@@ -129,9 +125,11 @@ std::vector<size_t> bandwidth_sizes(const cache_sizes& c, size_t max_bytes) {
 bandwidth_sample measure_read_bandwidth(kernel_context& ctx, size_t bytes, double min_seconds) {
     constexpr size_t page = 4096;
     bytes = std::max<size_t>(page, (bytes + page - 1) / page * page);
-    std::unique_ptr<std::byte, aligned_free> buf(static_cast<std::byte*>(std::aligned_alloc(page, bytes)));
-    TACHYON_ASSERT(buf != nullptr, "measure_read_bandwidth: out of memory");
-    std::memset(buf.get(), 1, bytes);
+    // Stored as a model's packed weights are (huge pages where the buffer
+    // spans one), so that the kernels' share of it compares like with like.
+    const weight_panels storage = allocate_weight_panels(bytes);
+    std::byte* const buf = storage.storage.get();
+    std::memset(buf, 1, bytes);
     // Each thread reads whole pages of its own part, as the matmul row split does.
     const int64_t n_pages = static_cast<int64_t>(bytes / page);
     const int64_t grain = std::max<int64_t>(1, n_pages / std::max(1, ctx.n_threads()));
@@ -139,7 +137,7 @@ bandwidth_sample measure_read_bandwidth(kernel_context& ctx, size_t bytes, doubl
     const kernel_isa isa = ctx.isa();
     auto pass = [&] {
         ctx.parallel_for(n_pages, grain, [&](int64_t b, int64_t e) {
-            sink.fetch_xor(read_part(isa, buf.get() + static_cast<size_t>(b) * page, static_cast<size_t>(e - b) * page),
+            sink.fetch_xor(read_part(isa, buf + static_cast<size_t>(b) * page, static_cast<size_t>(e - b) * page),
                            std::memory_order_relaxed);
         });
     };

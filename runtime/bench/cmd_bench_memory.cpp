@@ -103,7 +103,8 @@ cli::command_spec make_bench_memory_command() {
     c.name = "bench memory";
     c.summary = "read bandwidth of this machine per buffer size (L2 to 4x L3) and thread count, GB/s";
     c.description = "Each thread streams its own contiguous part of one buffer with the widest loads the kernels use;\n"
-                    "the best pass of each size counts. Decode of a model larger than the caches is bound by the\n"
+                    "the buffer is stored as packed weights are (huge pages where it spans one); the best pass of each\n"
+                    "size counts. Decode of a model larger than the caches is bound by the\n"
                     "figure at the model's size (`bench decode` prints its share).";
     c.options = {
         {"threads", 't', cli::option_kind::value, "LIST", "", "thread counts, e.g. 1,2 (default: 1, 2, 4, ... up to the cores)"},
