@@ -172,24 +172,23 @@ TACHYON_PROMPT_AVX2 void packed_tokens8x2(const gemm_args& a, const std::byte* g
         // Both halves of a line one after the other, each token's bytes
         // broadcast once for both (2 tokens of q4_0 in L2: 27 -> 32-35 GB/s).
         __m256i sum[2][NT];
-        if constexpr (!signed_packed8<B>) {
-            [[maybe_unused]] __m256i bits[2];
-            if constexpr (P::fifth)
-                for (int h = 0; h < 2; ++h) bits[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 + 32 * h));
-            __m256i s16[2][NT];
+        [[maybe_unused]] __m256i bits[2], s16[2][NT];
+        if constexpr (P::fifth)
+            for (int h = 0; h < 2; ++h) bits[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 + 32 * h));
 #pragma GCC unroll 4
-            for (int m = 0; m < 4; ++m) {
-                __m256i x_lo[NT], x_hi[NT];
+        for (int m = 0; m < 4; ++m) {
+            __m256i x_lo[NT], x_hi[NT];
 #pragma GCC unroll 2
-                for (int j = 0; j < NT; ++j) {
-                    x_lo[j] = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m)));
-                    x_hi[j] = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 16 + 4 * m)));
-                }
+            for (int j = 0; j < NT; ++j) {
+                x_lo[j] = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m)));
+                x_hi[j] = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 16 + 4 * m)));
+            }
 #pragma GCC unroll 2
-                for (int h = 0; h < 2; ++h) {
-                    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * m + 32 * h));
-                    __m256i lo = _mm256_and_si256(v, low4);
-                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+            for (int h = 0; h < 2; ++h) {
+                const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * m + 32 * h));
+                __m256i lo = _mm256_and_si256(v, low4);
+                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+                if constexpr (!signed_packed8<B>) {
                     if constexpr (P::fifth) {
                         lo = _mm256_or_si256(lo, fifth_bits_lo8(bits[h], m));
                         hi = _mm256_or_si256(hi, fifth_bits_hi8(bits[h], m));
@@ -201,28 +200,7 @@ TACHYON_PROMPT_AVX2 void packed_tokens8x2(const gemm_args& a, const std::byte* g
                         __asm__("" : "+x"(s16[h][j]));  // a chain, as in the prompt tiles
                         if (P::fifth && m == 1) sum[h][j] = _mm256_madd_epi16(s16[h][j], ones);
                     }
-                }
-            }
-#pragma GCC unroll 2
-            for (int h = 0; h < 2; ++h)
-#pragma GCC unroll 2
-                for (int j = 0; j < NT; ++j) {
-                    const __m256i d = _mm256_madd_epi16(s16[h][j], ones);
-                    sum[h][j] = _mm256_add_epi32(P::fifth ? _mm256_add_epi32(sum[h][j], d) : d, _mm256_set1_epi32(start[b * a.n_tokens + j]));
-                }
-        } else {
-#pragma GCC unroll 4
-            for (int m = 0; m < 4; ++m) {
-                __m256i x_lo[NT], x_hi[NT];
-#pragma GCC unroll 2
-                for (int j = 0; j < NT; ++j) {
-                    x_lo[j] = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m)));
-                    x_hi[j] = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 16 + 4 * m)));
-                }
-#pragma GCC unroll 2
-                for (int h = 0; h < 2; ++h) {
-                    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * m + 32 * h));
-                    const __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+                } else {
                     const __m256i w_lo = _mm256_shuffle_epi8(levels, lo), a_lo = _mm256_shuffle_epi8(abs_levels, lo);
                     const __m256i w_hi = _mm256_shuffle_epi8(levels, hi), a_hi = _mm256_shuffle_epi8(abs_levels, hi);
 #pragma GCC unroll 2
@@ -233,6 +211,15 @@ TACHYON_PROMPT_AVX2 void packed_tokens8x2(const gemm_args& a, const std::byte* g
                     }
                 }
             }
+        }
+        if constexpr (!signed_packed8<B>) {
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; ++h)
+#pragma GCC unroll 2
+                for (int j = 0; j < NT; ++j) {
+                    const __m256i d = _mm256_madd_epi16(s16[h][j], ones);
+                    sum[h][j] = _mm256_add_epi32(P::fifth ? _mm256_add_epi32(sum[h][j], d) : d, _mm256_set1_epi32(start[b * a.n_tokens + j]));
+                }
         }
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
