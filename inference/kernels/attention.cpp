@@ -27,6 +27,24 @@
 namespace tachyon {
 namespace {
 
+#if TACHYON_ATTENTION_AVX2 || TACHYON_ATTENTION_AVX512
+// How many blocks ahead the row kernels ask for K and V. A sequence's
+// blocks lie anywhere in the cache's arena (a layer's block of 16
+// positions is 4 KiB a KV head at head_dim 64), which the hardware
+// prefetchers, trained within a page, do not follow: each block was a
+// fresh wait on memory. Fewer rows spend less time on a block, so they ask
+// further ahead.
+template <int R>
+constexpr int blocks_ahead = R >= 4 ? 4 : 8;
+
+// One K or V row of HD floats into L2.
+template <int HD>
+inline void prefetch_row(const float* p) {
+    for (int l = 0; l < HD * 4 / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(p) + 64 * l, _MM_HINT_T1);
+    if constexpr (HD * 4 % 64 != 0) _mm_prefetch(reinterpret_cast<const char*>(p + HD - 1), _MM_HINT_T1);
+}
+#endif
+
 // HD: head dimension, BS: block size; 0 = known only at run time.
 template <int HD, int BS>
 void attend_fixed(const attention_args& a, int head_dim, kernel_isa isa) {
@@ -130,12 +148,15 @@ void attend_rows_avx2(const attention_args& a, const attention_row* rows, kernel
         n_max = std::max(n_max, rows[r].n_pos);
     }
     // Scores of every row, a block at a time; each K row feeds R rows.
+    const int n_blocks = (n_max + BS - 1) / BS;
     int j = 0;
     for (int b = 0; j < n_max; ++b) {
         const float* kt = a.k[b];
+        const float* ahead = a.k[std::min(b + blocks_ahead<R>, n_blocks - 1)];
         __m256 s0[R], s1[R];
         for (int r = 0; r < R; ++r) s0[r] = s1[r] = _mm256_setzero_ps();
         for (int d = 0; d < HD; ++d) {
+            if (a.stream) _mm_prefetch(reinterpret_cast<const char*>(ahead + d * BS), _MM_HINT_T1);
             const __m256 k0 = _mm256_loadu_ps(kt + d * BS), k1 = _mm256_loadu_ps(kt + d * BS + 8);
             for (int r = 0; r < R; ++r) {
                 const __m256 qd = _mm256_broadcast_ss(&q[r][d]);
@@ -171,11 +192,14 @@ void attend_rows_avx2(const attention_args& a, const attention_row* rows, kernel
             for (int k = 0; k < NV; ++k) acc[r][k] = _mm256_setzero_ps();
         const int n_pass = nr == 2 ? std::max(rows[r0].n_pos, rows[r0 + 1].n_pos) : rows[r0].n_pos;
         j = 0;
+        const int n_pass_blocks = (n_pass + BS - 1) / BS;
         for (int b = 0; j < n_pass; ++b) {
             const float* vb = a.v[b];
+            const float* ahead = a.v[std::min(b + blocks_ahead<R>, n_pass_blocks - 1)];
             const int n = std::min(BS, n_pass - j);
             for (int i = 0; i < n; ++i, ++j) {
                 const float* v = vb + static_cast<int64_t>(i) * a.stride;
+                if (a.stream) prefetch_row<HD>(ahead + static_cast<int64_t>(i) * a.stride);
                 const __m256 p0 = _mm256_broadcast_ss(rows[r0].scores + j);
                 if (nr == 2) {
                     const __m256 p1 = _mm256_broadcast_ss(rows[r0 + 1].scores + j);
@@ -271,13 +295,20 @@ TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_
     // Two K blocks per pass: each q broadcast serves both, and the 2R
     // accumulator chains keep both FMA units busy (one block's R chains
     // stall on the FMA latency).
+    const int n_blocks = (n_max + BS - 1) / BS;
     int j = 0, b = 0;
     for (; j + BS < n_max; b += 2, j += 2 * BS) {
         const float* kt0 = a.k[b];
         const float* kt1 = a.k[b + 1];
+        const float* ahead0 = a.k[std::min(b + blocks_ahead<R>, n_blocks - 1)];
+        const float* ahead1 = a.k[std::min(b + 1 + blocks_ahead<R>, n_blocks - 1)];
         __m512 s0[R], s1[R];
         for (int r = 0; r < R; ++r) s0[r] = s1[r] = _mm512_setzero_ps();
         for (int d = 0; d < HD; ++d) {
+            if (a.stream) {
+                _mm_prefetch(reinterpret_cast<const char*>(ahead0 + d * BS), _MM_HINT_T1);
+                _mm_prefetch(reinterpret_cast<const char*>(ahead1 + d * BS), _MM_HINT_T1);
+            }
             const __m512 k0 = _mm512_loadu_ps(kt0 + d * BS);
             const __m512 k1 = _mm512_loadu_ps(kt1 + d * BS);
             for (int r = 0; r < R; ++r) {
@@ -328,11 +359,14 @@ TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_
         for (int r = 0; r < PR; ++r)
             for (int k = 0; k < NV; ++k) acc[r][k] = _mm512_setzero_ps();
         j = 0;
+        const int n_pass_blocks = (n_pass + BS - 1) / BS;
         for (int b = 0; j < n_pass; ++b) {
             const float* vb = a.v[b];
+            const float* ahead = a.v[std::min(b + blocks_ahead<R>, n_pass_blocks - 1)];
             const int n = std::min(BS, n_pass - j);
             for (int i = 0; i < n; ++i, ++j) {
                 const float* v = vb + static_cast<int64_t>(i) * a.stride;
+                if (a.stream) prefetch_row<HD>(ahead + static_cast<int64_t>(i) * a.stride);
                 __m512 vk[NV];
                 for (int k = 0; k < NV; ++k) vk[k] = _mm512_loadu_ps(v + 16 * k);
                 for (int r = 0; r < PR; ++r) {

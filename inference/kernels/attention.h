@@ -28,6 +28,10 @@ struct attention_args {
     // reference kernel, which has them (on every kernel set).
     float softcap = 0.0f;      // > 0: score = softcap · tanh(score / softcap) (gemma2)
     int window = 0;            // > 0: a row of n_pos sees only positions [n_pos - window, n_pos) (sliding window)
+    // The K and V are read once (a decode step's rows): the row kernels ask
+    // for the blocks ahead of the one they read. Where the rows of several
+    // calls share the K and V (a prompt's tokens), the requests only cost.
+    bool stream = false;
 };
 
 void attend(const attention_args& a, int head_dim, kernel_isa isa);

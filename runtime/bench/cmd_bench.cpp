@@ -48,9 +48,21 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Prefill of n_prompt tokens into a fresh session; tokens/s.
-double run_pp(engine& e, int n_prompt, uint64_t seed) {
+// `depth` tokens of context into session s first, not timed (the same
+// ones every time: after the first, the prefix cache holds them).
+void fill_context(engine& e, session_id s, int depth) {
+    if (depth <= 0) return;
+    request r;
+    r.session = s;
+    r.append = random_tokens(depth, e.get_model().hparams().n_vocab, 99);
+    e.run(std::move(r));
+}
+
+// Prefill of n_prompt tokens into a fresh session after `depth` tokens of
+// context; tokens/s.
+double run_pp(engine& e, int n_prompt, int depth, uint64_t seed) {
     session_id s = e.create_session();
+    fill_context(e, s, depth);
     request r;
     r.session = s;
     r.append = random_tokens(n_prompt, e.get_model().hparams().n_vocab, seed);
@@ -61,12 +73,15 @@ double run_pp(engine& e, int n_prompt, uint64_t seed) {
     return n_prompt / secs;
 }
 
-// n_gen tokens decoded one by one from a one-token context, in `n_streams`
-// sessions at once; aggregate tokens/s.
-double run_tg(engine& e, int n_gen, int n_streams, uint64_t seed) {
+// n_gen tokens decoded one by one after `depth` tokens of context (and one
+// more), in `n_streams` sessions at once; aggregate tokens/s.
+double run_tg(engine& e, int n_gen, int depth, int n_streams, uint64_t seed) {
     std::vector<session_id> sessions;
     std::vector<std::future<request_stats>> done;
-    for (int i = 0; i < n_streams; ++i) sessions.push_back(e.create_session());
+    for (int i = 0; i < n_streams; ++i) {
+        sessions.push_back(e.create_session());
+        fill_context(e, sessions.back(), depth);
+    }
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < n_streams; ++i) {
         auto p = std::make_shared<std::promise<request_stats>>();
@@ -113,16 +128,19 @@ int bench_decode(const cli::parsed_args& args) {
     auto threads = args.get_int("threads");
     auto reps = args.get_int("repetitions");
     auto batch = args.get_int("batch");
-    for (auto* r : {&n_prompt, &n_gen, &threads, &reps, &batch})
+    auto depth = args.get_int("depth");
+    for (auto* r : {&n_prompt, &n_gen, &threads, &reps, &batch, &depth})
         if (!*r) return fail(r->err());
-    if (*threads < 0 || *reps < 1 || *batch < 1 || *n_prompt < 0 || *n_gen < 0)
-        return fail(make_error(errc::invalid_argument, "repetitions and batch must be >= 1; -t (0: automatic), -p and -n >= 0"));
+    if (*threads < 0 || *reps < 1 || *batch < 1 || *n_prompt < 0 || *n_gen < 0 || *depth < 0 || *depth > (1 << 20))
+        return fail(make_error(errc::invalid_argument, "repetitions and batch must be >= 1; -t (0: automatic), -p, -n and -d >= 0"));
+    const int d = static_cast<int>(*depth);
+    const std::string at_depth = d > 0 ? " @ d" + std::to_string(d) : "";
     const std::string path = *args.get("model");
 
     engine_options o;
     o.n_threads = static_cast<int>(*threads);
     o.max_batch_tokens = std::max<int>(512, static_cast<int>(*n_prompt));
-    o.n_ctx = static_cast<int>(std::max<int64_t>(*n_prompt + 16, (*n_gen + 16) * *batch)) + 64;
+    o.n_ctx = static_cast<int>(std::max<int64_t>(d + *n_prompt + 16, (d + *n_gen + 16) * *batch)) + 64;
     auto opened = engine::open(path, o);
     if (!opened) return fail(opened.err());
     engine& e = **opened;
@@ -131,17 +149,17 @@ int bench_decode(const cli::parsed_args& args) {
 
     std::vector<series> results;
     if (*n_prompt > 0) {
-        series s{"pp" + std::to_string(*n_prompt), {}};
-        run_pp(e, static_cast<int>(*n_prompt), 1);  // warm-up: page in the weights
-        for (int64_t i = 0; i < *reps; ++i) s.samples.push_back(run_pp(e, static_cast<int>(*n_prompt), 100 + static_cast<uint64_t>(i)));
+        series s{"pp" + std::to_string(*n_prompt) + at_depth, {}};
+        run_pp(e, static_cast<int>(*n_prompt), d, 1);  // warm-up: page in the weights
+        for (int64_t i = 0; i < *reps; ++i) s.samples.push_back(run_pp(e, static_cast<int>(*n_prompt), d, 100 + static_cast<uint64_t>(i)));
         results.push_back(s);
     }
     if (*n_gen > 0) {
         const std::string suffix = *batch > 1 ? " x" + std::to_string(*batch) : "";
-        series s{"tg" + std::to_string(*n_gen) + suffix, {}};
-        run_tg(e, std::min<int>(16, static_cast<int>(*n_gen)), static_cast<int>(*batch), 7);  // warm-up
+        series s{"tg" + std::to_string(*n_gen) + suffix + at_depth, {}};
+        run_tg(e, std::min<int>(16, static_cast<int>(*n_gen)), d, static_cast<int>(*batch), 7);  // warm-up
         for (int64_t i = 0; i < *reps; ++i)
-            s.samples.push_back(run_tg(e, static_cast<int>(*n_gen), static_cast<int>(*batch), 200 + static_cast<uint64_t>(i)));
+            s.samples.push_back(run_tg(e, static_cast<int>(*n_gen), d, static_cast<int>(*batch), 200 + static_cast<uint64_t>(i)));
         results.push_back(s);
     }
 
@@ -260,6 +278,7 @@ cli::command_spec make_bench_decode_command() {
     c.options = {
         {"model", 'm', cli::option_kind::value, "PATH", "", "GGUF model file", true},
         {"n-prompt", 'p', cli::option_kind::value, "N", "512", "prompt tokens for the pp test (0: skip)"},
+        {"depth", 'd', cli::option_kind::value, "N", "0", "tokens of context before each test, not timed (llama-bench -d)"},
         {"n-gen", 'n', cli::option_kind::value, "N", "128", "generated tokens for the tg test (0: skip)"},
         {"threads", 't', cli::option_kind::value, "N", "0", "kernel threads (0: 1 for a model too small to split, else one per hardware thread)"},
         {"repetitions", 'r', cli::option_kind::value, "N", "5", "measured repetitions per test"},

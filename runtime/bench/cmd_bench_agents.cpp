@@ -33,7 +33,9 @@
 // The recorded tokens then travel with each chat completion
 // (tachyon_forced_tokens, allowed only by this command's own server).
 // The floor column: what a run could not avoid at this engine's measured
-// rates (replay.h measure_engine_rates): the prefill of the tokens no mode
+// rates at the context each turn ran at (replay.h measure_engine_rates,
+// after the first mode's runs, up to the longest context they reached):
+// the prefill of the tokens no mode
 // found computed, the decode steps of the tokens no draft or jump covered
 // in any mode, and the tool wait no mode overlapped; each the least any
 // mode needed for that incident.
@@ -165,25 +167,60 @@ struct mode_result {
     double floor_p50_ms = 0;  // of the successful cases: their floors' median
 };
 
+// A run's prefill and decode at the engine's rates, each turn's at the
+// context it ran at: its prompt tokens at the middle of its prefill, its
+// decode steps (the tokens no draft or jump covered, in the run's share)
+// at the middle of its generation. Work the turns do not account for
+// (a resumed run's) is priced at the context the last turn reached.
+struct priced_work {
+    double prefill_ms = 0, decode_ms = 0;
+};
+priced_work price_run(const run_outcome& o, const engine_rates& rates) {
+    priced_work w;
+    const double own_steps = o.generated_tokens > 0 ? static_cast<double>(o.generated_tokens - o.draft_accepted_tokens) / o.generated_tokens : 0;
+    int prefilled = 0, generated = 0;
+    double context = 0;
+    for (const run_turn& t : o.turns) {
+        const double start = t.reused_tokens;
+        w.prefill_ms += t.prefill_tokens * rates.prefill.at(start + t.prefill_tokens / 2.0);
+        const double gen_start = start + t.prefill_tokens;
+        w.decode_ms += t.generated_tokens * own_steps * rates.decode.at(gen_start + t.generated_tokens / 2.0);
+        prefilled += t.prefill_tokens;
+        generated += t.generated_tokens;
+        context = gen_start + t.generated_tokens;
+    }
+    if (o.prefill_tokens > prefilled) w.prefill_ms += (o.prefill_tokens - prefilled) * rates.prefill.at(context);
+    if (o.generated_tokens > generated) w.decode_ms += (o.generated_tokens - generated) * own_steps * rates.decode.at(context);
+    return w;
+}
+
 // The floor of each seed (header comment), from every mode's run of it.
 std::map<uint64_t, double> agents_floors(const std::vector<mode_result>& results, const engine_rates& rates) {
     struct least {
-        double prefill = 1e300, steps = 1e300, wait = 1e300;
+        double prefill = 1e300, decode = 1e300, wait = 1e300;
     };
     std::map<uint64_t, least> by_seed;
     for (const auto& r : results) {
         for (const auto& c : r.cases) {
             if (!c.error.empty()) continue;
             least& l = by_seed[c.seed];
-            l.prefill = std::min<double>(l.prefill, c.outcome.prefill_tokens);
-            l.steps = std::min<double>(l.steps, c.outcome.generated_tokens - c.outcome.draft_accepted_tokens);
+            const priced_work w = price_run(c.outcome, rates);
+            l.prefill = std::min(l.prefill, w.prefill_ms);
+            l.decode = std::min(l.decode, w.decode_ms);
             l.wait = std::min(l.wait, c.outcome.tool_wait_ms);
         }
     }
     std::map<uint64_t, double> floors;
-    for (const auto& [seed, l] : by_seed)
-        floors[seed] = l.prefill * rates.prefill_ms_per_token + l.steps * rates.decode_ms_per_step + l.wait;
+    for (const auto& [seed, l] : by_seed) floors[seed] = l.prefill + l.decode + l.wait;
     return floors;
+}
+
+// The longest context a run's turns reached.
+int longest_context(const std::vector<eval_case>& cases) {
+    int n = 0;
+    for (const auto& c : cases)
+        for (const run_turn& t : c.outcome.turns) n = std::max(n, t.reused_tokens + t.prefill_tokens + t.generated_tokens);
+    return n;
 }
 
 double agents_median(std::vector<double> v) {
@@ -286,14 +323,13 @@ int bench_agents(const cli::parsed_args& args) {
             o.prepare = [&transcripts](const eval_input& in, run_request& req) { req.forced_turns = transcripts.at(in.seed).turns; };
         if (results.empty()) {
             // Before any run: the model must read the recorded ids as the
-            // recording did, and the rates are measured on an idle engine.
+            // recording did.
             auto host = service.host(shared_agent->model, shared_agent->chat_format);
             if (!host) return fail(host.err().message);
             if (replaying) {
                 for (uint64_t seed = setup->first_seed; seed <= setup->last_seed; ++seed)
                     if (auto st = check_vocabulary(transcripts.at(seed), **host); !st) return fail(st.err().message);
             }
-            rates = measure_engine_rates((*host)->eng(), 256, 16);
         }
         if (!json_out) std::fprintf(stderr, "mode %s ...\n", m.name.c_str());
         double cpu_before_ms = 0;
@@ -305,6 +341,13 @@ int bench_agents(const cli::parsed_args& args) {
                 if (!c.error.empty()) return fail("seed " + std::to_string(c.seed) + ": " + c.error);
                 if (auto st = check_replayed(transcripts.at(c.seed), c.outcome); !st) return fail("mode " + m.name + ", " + st.err().message);
             }
+        }
+        if (results.empty()) {
+            // After the first mode's runs, on the engine they leave idle: the
+            // rates up to the longest context those runs reached (every mode
+            // runs the same conversations).
+            if (auto h = service.host(shared_agent->model, shared_agent->chat_format))
+                rates = measure_engine_rates((*h)->eng(), std::max(longest_context(cases), 512));
         }
         mode_result r;
         r.name = m.name;
@@ -347,7 +390,9 @@ int bench_agents(const cli::parsed_args& args) {
         os << "{\"agent\": " << json::quote(shared_agent->name) << ", \"seeds\": " << json::quote(*args.get("seeds"))
            << ", \"concurrency\": " << concurrency << ", \"tool_latency\": " << json::quote(*args.get("tool-latency"))
            << ", \"model\": " << json::quote(shared_agent->model) << ", \"replay\": " << (replaying ? json::quote(replay_dir) : "null")
-           << ", \"prefill_ms_per_token\": " << rates.prefill_ms_per_token << ", \"decode_ms_per_step\": " << rates.decode_ms_per_step
+           << ", \"rates\": {\"prefill_ms_per_token\": " << rates.prefill.base_ms << ", \"prefill_ms_per_token_per_position\": "
+           << rates.prefill.per_position_ms << ", \"decode_ms_per_step\": " << rates.decode.base_ms << ", \"decode_ms_per_step_per_position\": "
+           << rates.decode.per_position_ms << ", \"measured_to\": " << rates.measured_to << "}"
            << ", \"modes\": [";
         for (size_t i = 0; i < results.size(); ++i) {
             const auto& r = results[i];
@@ -365,9 +410,9 @@ int bench_agents(const cli::parsed_args& args) {
         std::cout << os.str();
         return 0;
     }
-    if (replaying)
-        std::printf("replay of %s on %s: prefill %.3f ms/token, decode %.3f ms/step (measured on an idle engine)\n", replay_dir.c_str(),
-                    shared_agent->model.c_str(), rates.prefill_ms_per_token, rates.decode_ms_per_step);
+    if (replaying) std::printf("replay of %s on %s\n", replay_dir.c_str(), shared_agent->model.c_str());
+    std::printf("engine rates (idle, context 0 / %d): prefill %.3f / %.3f ms per token, decode %.3f / %.3f ms per step\n", rates.measured_to,
+                rates.prefill.at(0), rates.prefill.at(rates.measured_to), rates.decode.at(0), rates.decode.at(rates.measured_to));
     std::printf("%-28s %8s %9s %9s %9s %7s %8s %8s %9s %10s %12s %12s %8s %8s %9s %16s %10s %10s %10s\n", "mode", "success", "p50 s", "p95 s",
                 "floor p50", "x floor", "end p50", "wait p50", "tasks/min", "decode t/s", "prefill", "avoided", "hidden", "spec acc", "cpu ms/t",
                 "spec tools", "p50 ratio", "end ratio", "tpm ratio");
@@ -390,8 +435,9 @@ int bench_agents(const cli::parsed_args& args) {
                     r.s.n ? r.engine_cpu_ms / static_cast<double>(r.s.n) : 0.0, spec_tools, p50r, endr, tpmr);
     }
     std::printf("p50/p95: time to a verified correct answer (successful cases); end p50: time to the end of the run, every case;\n"
-                "floor p50: what a run could not avoid at the engine's measured rates (prefill no mode found computed, decode steps\n"
-                "  no draft or jump covered in any mode, tool wait no mode overlapped), median over the successful cases;\n"
+                "floor p50: what a run could not avoid at the engine's measured rates at each turn's context (prefill no mode found\n"
+                "  computed, decode steps no draft or jump covered in any mode, tool wait no mode overlapped), median over the\n"
+                "  successful cases;\n"
                 "  x floor: p50 / floor p50;\n"
                 "wait p50: of the time to answer, what a run spent waiting for tool results and verification with nothing of it\n"
                 "  decoding (successful cases); a faster engine cannot shorten it (it would hide less tool time under decoding);\n"

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "runtime/journal/journal.h"
 
@@ -133,27 +135,70 @@ status check_replayed(const replay_transcript& t, const run_outcome& out) {
     return {};
 }
 
-engine_rates measure_engine_rates(engine& eng, int n_prompt, int n_decode) {
+namespace {
+
+// Least squares over (context, ms) points; a slope the noise made negative
+// is taken as flat (the mean).
+engine_rates::line fit_line(const std::vector<std::pair<double, double>>& pts) {
+    engine_rates::line l;
+    if (pts.empty()) return l;
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    const auto n = static_cast<double>(pts.size());
+    for (const auto& [x, y] : pts) {
+        sx += x;
+        sy += y;
+        sxx += x * x;
+        sxy += x * y;
+    }
+    const double den = n * sxx - sx * sx;
+    const double slope = den > 0 ? (n * sxy - sx * sy) / den : 0;
+    if (slope <= 0) {
+        l.base_ms = sy / n;
+        return l;
+    }
+    l.per_position_ms = slope;
+    l.base_ms = (sy - slope * sx) / n;
+    return l;
+}
+
+}  // namespace
+
+engine_rates measure_engine_rates(engine& eng, int max_context) {
+    constexpr int chunk = 256, steps = 8;
     const int n_vocab = eng.get_model().hparams().n_vocab;
-    engine_rates r;
-    // Twice, keeping the second: the first forwards of a model fault its
-    // mapped weights in and would read several times slower than the runs.
+    const auto token = [&](int64_t i) { return static_cast<int32_t>((i * 7919 + 13) % n_vocab); };
+    // One chunk and its steps first, not kept: the first forwards of a model
+    // fault its mapped weights in and would read several times slower.
+    std::vector<std::pair<double, double>> prefill, decode;
+    int context = 0;
     for (int round = 0; round < 2; ++round) {
         const session_id s = eng.create_session();
-        request prefill;
-        prefill.session = s;
-        for (int i = 0; i < n_prompt; ++i) prefill.append.push_back(static_cast<int32_t>((static_cast<int64_t>(i) * 7919 + 13) % n_vocab));
-        const request_stats p = eng.run(std::move(prefill));
-        request decode;
-        decode.session = s;
-        decode.append = {static_cast<int32_t>(17 % n_vocab)};
-        decode.max_tokens = n_decode;
-        const request_stats d = eng.run(std::move(decode));
+        context = 0;
+        int64_t next = 0;
+        do {
+            request p;
+            p.session = s;
+            for (int i = 0; i < chunk; ++i) p.append.push_back(token(next++));
+            const request_stats ps = eng.run(std::move(p));
+            request d;
+            d.session = s;
+            d.append = {token(next++)};
+            d.max_tokens = steps + 1;
+            const request_stats ds = eng.run(std::move(d));
+            if (round == 1) {
+                if (ps.n_prefilled > 0) prefill.emplace_back(context + chunk / 2.0, ps.prefill_ms / ps.n_prefilled);
+                if (ds.n_generated > 1) decode.emplace_back(context + chunk + 1 + ds.n_generated / 2.0, ds.decode_ms / (ds.n_generated - 1));
+            }
+            context += chunk + 1 + ds.n_generated;
+            if (!ps.error.empty() || !ds.error.empty()) break;  // the session's context is full
+        } while (round == 1 && context < max_context);
         eng.close_session(s);
-        eng.clear_prefix_cache();  // the second round computes its prompt again
-        if (p.n_prefilled > 0) r.prefill_ms_per_token = p.prefill_ms / p.n_prefilled;
-        if (d.n_generated > 1) r.decode_ms_per_step = d.decode_ms / (d.n_generated - 1);
+        eng.clear_prefix_cache();  // the runs compute their prompts themselves
     }
+    engine_rates r;
+    r.prefill = fit_line(prefill);
+    r.decode = fit_line(decode);
+    r.measured_to = context;
     return r;
 }
 

@@ -48,13 +48,22 @@ status check_vocabulary(const replay_transcript& t, model_host& host);
 // answer. The error names the seed and the first difference.
 status check_replayed(const replay_transcript& t, const run_outcome& out);
 
-// The engine's cost of one prompt token (a prefill chunk of
-// max_batch_tokens) and of one decode step of a lone request, measured on
-// a scratch session, warm (the prefix cache is cleared after).
+// The engine's cost of a prompt token and of a lone request's decode step
+// at the context they run at. Attention grows with the context: on the
+// replayed 0.5B shape a prompt token at 1,500 positions in costs 1.5x one
+// at the start. So each is a line fitted over a scratch session grown to
+// `max_context` (chunks of 256 prompt tokens, 8 decode steps after each),
+// measured warm; the prefix cache is cleared after.
 struct engine_rates {
-    double prefill_ms_per_token = 0;
-    double decode_ms_per_step = 0;
+    struct line {
+        double base_ms = 0;          // at context 0
+        double per_position_ms = 0;  // added by each position of context (>= 0)
+        double at(double context) const { return base_ms + per_position_ms * context; }
+    };
+    line prefill;  // ms per prompt token, at the middle of its chunk
+    line decode;   // ms per decode step
+    int measured_to = 0;  // the longest context measured
 };
-engine_rates measure_engine_rates(engine& eng, int n_prompt, int n_decode);
+engine_rates measure_engine_rates(engine& eng, int max_context);
 
 }  // namespace tachyon

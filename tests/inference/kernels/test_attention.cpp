@@ -71,9 +71,20 @@ TEST_CASE("attention of several query rows matches the scalar reference for ever
                     const auto i = static_cast<size_t>(r);
                     rows.push_back({q[i].data(), n_pos[i], scores[i].data(), out[i].data()});
                 }
-                const attention_args shared{nullptr, kv.k.data(), kv.v.data(), 16, kv.stride, 0,
-                                            1.0f / std::sqrt(static_cast<float>(hd)), nullptr, nullptr};
+                attention_args shared{nullptr, kv.k.data(), kv.v.data(), 16, kv.stride, 0,
+                                      1.0f / std::sqrt(static_cast<float>(hd)), nullptr, nullptr};
                 attend_rows(shared, rows.data(), n_rows, hd, isa);
+                // Asking for the blocks ahead (a decode step's rows) reads only
+                // the sequence's own blocks and changes no result.
+                {
+                    std::vector<std::vector<float>> streamed(out.size(), std::vector<float>(static_cast<size_t>(hd), 0.0f));
+                    std::vector<attention_row> rows_streamed = rows;
+                    for (size_t r = 0; r < rows.size(); ++r) rows_streamed[r].out = streamed[r].data();
+                    shared.stream = true;
+                    attend_rows(shared, rows_streamed.data(), n_rows, hd, isa);
+                    shared.stream = false;
+                    CHECK(streamed == out);
+                }
                 if (isa == kernel_isa::scalar) {
                     reference = out;
                     // the reference itself: a row's output is the softmax-weighted mean of its V rows

@@ -63,6 +63,20 @@ TEST_CASE("bench agents --replay: the recorded runs replayed on another model re
                      "--tool-latency", "none", "--journal-dir", out, "--json"});
     REQUIRE_MESSAGE(o.code == 0, o.err);
     REQUIRE(!parser.parse(simdjson::padded_string(o.out)).get(doc));
+    // The floor's rates: measured over the contexts the runs reached (the
+    // recorded prompts alone are hundreds of tokens), growing with them.
+    int64_t measured_to = 0;
+    double prefill_ms = 0, prefill_slope = -1, decode_ms = 0, decode_slope = -1;
+    CHECK(!doc["rates"]["measured_to"].get(measured_to));
+    CHECK(measured_to >= 512);
+    CHECK(!doc["rates"]["prefill_ms_per_token"].get(prefill_ms));
+    CHECK(!doc["rates"]["prefill_ms_per_token_per_position"].get(prefill_slope));
+    CHECK(!doc["rates"]["decode_ms_per_step"].get(decode_ms));
+    CHECK(!doc["rates"]["decode_ms_per_step_per_position"].get(decode_slope));
+    CHECK(prefill_ms + prefill_slope * static_cast<double>(measured_to) > 0);
+    CHECK(decode_ms + decode_slope * static_cast<double>(measured_to) > 0);
+    CHECK(prefill_slope >= 0);
+    CHECK(decode_slope >= 0);
     simdjson::dom::array modes;
     REQUIRE(!doc["modes"].get(modes));
     CHECK(modes.size() == 3);

@@ -1,0 +1,47 @@
+// `tachyon bench decode`: the pp and tg tests run, at depth (-d) too, on a
+// synthesized model, and a bad depth is refused with the option named.
+#include "runtime/cli/commands.h"
+
+#include <doctest/doctest.h>
+#include <simdjson.h>
+
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+
+#include "tests/runtime/cli/cli_capture.h"
+
+using tachyon::testing::tachyon_cli;
+
+TEST_CASE("bench decode measures prompt and generation after -d tokens of context, and refuses a negative depth") {
+    const auto dir = std::filesystem::temp_directory_path() / ("tachyon_bench_decode_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const std::string model = (dir / "m.gguf").string();
+    auto o = tachyon_cli({"bench", "synth-model", model, "--dim", "64", "--layers", "2", "--heads", "4", "--kv-heads", "2", "--ffn", "128"});
+    REQUIRE_MESSAGE(o.code == 0, o.err);
+
+    o = tachyon_cli({"bench", "decode", "-m", model, "-p", "16", "-n", "8", "-d", "100", "-r", "1", "-t", "1", "--no-bandwidth", "--json"});
+    REQUIRE_MESSAGE(o.code == 0, o.err);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    REQUIRE(!parser.parse(simdjson::padded_string(o.out)).get(doc));
+    simdjson::dom::array tests;
+    REQUIRE(!doc["tests"].get(tests));
+    REQUIRE(tests.size() == 2);
+    std::string_view pp, tg;
+    double pp_rate = 0, tg_rate = 0;
+    CHECK(!tests.at(0)["test"].get(pp));
+    CHECK(!tests.at(1)["test"].get(tg));
+    CHECK(pp == "pp16 @ d100");
+    CHECK(tg == "tg8 @ d100");
+    CHECK(!tests.at(0)["tokens_per_s"].get(pp_rate));
+    CHECK(!tests.at(1)["tokens_per_s"].get(tg_rate));
+    CHECK(pp_rate > 0);
+    CHECK(tg_rate > 0);
+
+    o = tachyon_cli({"bench", "decode", "-m", model, "-d", "-5"});
+    CHECK(o.code != 0);
+    CHECK(o.err.find("-d") != std::string::npos);
+    std::filesystem::remove_all(dir);
+}
