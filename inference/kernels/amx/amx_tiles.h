@@ -1,5 +1,5 @@
 // What the AMX kernels share (kernels_amx.cpp, kernels_amx_quant.cpp,
-// attention.cpp): the operand of ldtilecfg, a compiler barrier for memory
+// amx/attention_amx.cpp): the operand of ldtilecfg, a compiler barrier for memory
 // that tiles load, the configuration of eight 16 x 64-byte tiles, and
 // buffers on cache lines (base/line_vector.h).
 #pragma once
