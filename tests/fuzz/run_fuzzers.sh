@@ -35,31 +35,41 @@ fi
 # fails to build again alone is named with its errors.
 status=0
 cmake --build "$build" --target "${targets[@]}" -j "$jobs" -- -k > "$work/build.log" 2>&1 || status=2
-for t in "${targets[@]}"; do
+# Each target runs in the background, JOBS at a time (libFuzzer itself uses
+# one core); its result is printed when it ends, and a failure turns the exit
+# status to 1.
+fuzz_one() {
+    local t=$1
     mkdir -p "$work/$t"
-    if [ "$status" = 2 ] && ! cmake --build "$build" --target "$t" -j "$jobs" > "$work/$t/build.log" 2>&1; then
+    if [ "$status" = 2 ] && ! cmake --build "$build" --target "$t" -j 1 > "$work/$t/build.log" 2>&1; then
         echo "$t: BUILD FAILED; see $work/$t/build.log"
         grep -m 5 -E "error" "$work/$t/build.log" || true
-        status=1
-        continue
+        return 1
     fi
+    local exe corpus
     exe="$(find "$build" -type f -name "$t" -perm -u+x | head -n 1)"
     corpus="$work/$t/corpus"
     mkdir -p "$corpus"
-    echo "== $t: ${seconds}s"
     # The corpus lives in the work folder, never in the repository; a seed
     # corpus in tests/fuzz/corpus/<target>/ is read, never written.
-    seeds=()
+    local seeds=() seed_arg=()
     [ -d "$root/tests/fuzz/corpus/$t" ] && seeds=("$root/tests/fuzz/corpus/$t")
-    seed_arg=()
     [ "${FUZZ_SEED:-1}" != random ] && seed_arg=(-seed="${FUZZ_SEED:-1}")
     if ! (cd "$work/$t" && "$exe" "${seed_arg[@]}" -max_total_time="$seconds" -print_final_stats=1 "$corpus" "${seeds[@]}" > log.txt 2>&1); then
         echo "$t: FAILED (crash or broken invariant); see $work/$t/log.txt and the crash-* file there"
         tail -n 40 "$work/$t/log.txt"
-        status=1
-    else
-        grep -E "stat::number_of_executed_units" "$work/$t/log.txt" || true
+        return 1
     fi
+    echo "== $t: ${seconds}s, $(grep -E "stat::number_of_executed_units" "$work/$t/log.txt" || echo "no stats")"
+}
+pids=()
+for t in "${targets[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 0.2; done
+    fuzz_one "$t" &
+    pids+=("$!")
 done
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+[ "$failed" = 1 ] && status=1
 [ "$status" = 2 ] && status=0  # every target built on its own
 exit "$status"
