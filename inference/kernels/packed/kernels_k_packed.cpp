@@ -189,26 +189,17 @@ inline int32_t load_i32(const void* p) {
     return v;
 }
 
-// The sanitizers' builds keep the intrinsics, whose loads ASan checks (it
-// does not see the operands of inline assembly).
+// s + q's 16 x 4 unsigned bytes . the 4 signed bytes at p, in every lane,
+// broadcast by vpdpbusd's own load ({1to16}): GCC keeps _mm512_set1_epi32 of
+// a load a separate vpbroadcastd, which cost the 8-token q4_K pass 5-6 %
+// (README, "What makes it fast"). ASan builds keep the intrinsics, which it checks.
 #if defined(__SANITIZE_ADDRESS__)
 #define TACHYON_DPBUSD_ASM 0
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TACHYON_DPBUSD_ASM 0
-#endif
-#endif
-#ifndef TACHYON_DPBUSD_ASM
+#define TACHYON_DPBUSD_ASM !__has_feature(address_sanitizer)
+#else
 #define TACHYON_DPBUSD_ASM 1
 #endif
-
-// s + the dot products of q's 16 x 4 unsigned bytes with the 4 signed bytes
-// at p, the same in every lane. The bytes come broadcast by vpdpbusd's own
-// load ({1to16}); GCC does not fold _mm512_set1_epi32 of a load into it, and
-// a separate vpbroadcastd per dot product cost the 8-token passes 5-6 %
-// (Zen 5, `tachyon bench matmul --type q4_k --mib 1 -t 1 --tokens 8`, q4_K
-// 78.6-84.3 -> 74.4-77.9 us, alternating builds; 1-4 tokens 0-10 % too).
-// The packed16 passes showed no difference.
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) inline __m512i dpbusd_broadcast(__m512i s, __m512i q, const void* p) {
 #if TACHYON_DPBUSD_ASM
     asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(s) : "v"(q), "m"(*static_cast<const int32_t*>(p)));
