@@ -31,21 +31,33 @@ else
     done
 fi
 
-# All targets in one build, so that both cores work on it; a target that then
-# fails to build again alone is named with its errors.
-status=0
-cmake --build "$build" --target "${targets[@]}" -j "$jobs" -- -k > "$work/build.log" 2>&1 || status=2
-# Each target runs in the background, JOBS at a time (libFuzzer itself uses
-# one core); its result is printed when it ends, and a failure turns the exit
-# status to 1.
+# All targets in one build, so that both cores work on it; when that fails,
+# each target is built again alone, one after another (two builds in one tree
+# would race on the libraries they share), and one that fails is named with
+# its errors.
+failed=0
+built=()
+if cmake --build "$build" --target "${targets[@]}" -j "$jobs" -- -k > "$work/build.log" 2>&1; then
+    built=("${targets[@]}")
+else
+    for t in "${targets[@]}"; do
+        mkdir -p "$work/$t"
+        if cmake --build "$build" --target "$t" -j "$jobs" > "$work/$t/build.log" 2>&1; then
+            built+=("$t")
+        else
+            echo "$t: BUILD FAILED; see $work/$t/build.log"
+            grep -m 5 -E "error" "$work/$t/build.log" || true
+            failed=1
+        fi
+    done
+fi
+
+# Each built target runs in the background, JOBS at a time (libFuzzer itself
+# uses one core); its result is printed when it ends, and a failure makes the
+# exit status 1.
 fuzz_one() {
     local t=$1
     mkdir -p "$work/$t"
-    if [ "$status" = 2 ] && ! cmake --build "$build" --target "$t" -j 1 > "$work/$t/build.log" 2>&1; then
-        echo "$t: BUILD FAILED; see $work/$t/build.log"
-        grep -m 5 -E "error" "$work/$t/build.log" || true
-        return 1
-    fi
     local exe corpus
     exe="$(find "$build" -type f -name "$t" -perm -u+x | head -n 1)"
     corpus="$work/$t/corpus"
@@ -63,13 +75,10 @@ fuzz_one() {
     echo "== $t: ${seconds}s, $(grep -E "stat::number_of_executed_units" "$work/$t/log.txt" || echo "no stats")"
 }
 pids=()
-for t in "${targets[@]}"; do
+for t in "${built[@]}"; do
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do sleep 0.2; done
     fuzz_one "$t" &
     pids+=("$!")
 done
-failed=0
 for p in "${pids[@]}"; do wait "$p" || failed=1; done
-[ "$failed" = 1 ] && status=1
-[ "$status" = 2 ] && status=0  # every target built on its own
-exit "$status"
+exit "$failed"
