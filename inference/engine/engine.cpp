@@ -30,6 +30,7 @@ kv_cache_config kv_config_for(const model& m, const engine_options& o) {
     c.n_kv_embd = m.hparams().n_embd_kv();
     c.block_size = o.block_size;
     c.n_blocks = (o.n_ctx + o.block_size - 1) / o.block_size;
+    c.f16 = o.kv_f16;
     return c;
 }
 

@@ -43,6 +43,7 @@ struct engine_options {
     int n_threads = 0;          // kernel threads; 0: as many as pay for the model (engine_threads)
     int n_ctx = 4096;           // KV positions, all sessions together
     int block_size = 16;        // KV positions per block
+    bool kv_f16 = true;         // K and V held as fp16 (half the memory and the bytes attention reads); false: f32
     int max_batch_tokens = 256; // tokens per forward step (prefill is chunked to fit)
     int max_active = 0;         // requests served at once; 0: no limit (continuous batching), 1: one at a time
     bool prefix_cache = true;   // sessions share the KV blocks of common prompt prefixes (prefix_cache.h)

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "base/assert.h"
+#include "inference/gguf/fp16.h"
 #include "inference/kernels/attention_avx512.h"
 #include "inference/kernels/ops.h"
 
-#if defined(__AVX2__) && defined(__FMA__)
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #include <immintrin.h>
 #define TACHYON_ATTENTION_AVX2 1
 #endif
@@ -20,47 +22,81 @@
 namespace tachyon {
 namespace {
 
+// One K or V value (f32 or fp16) as f32.
+inline float widen(float x) { return x; }
+inline float widen(uint16_t h) {
+#if TACHYON_ATTENTION_AVX2
+    return _cvtsh_ss(h);
+#else
+    return fp16_to_fp32(h);
+#endif
+}
+
+// The K or V blocks of a call, as the cache holds them.
+template <class T>
+const T* const* k_blocks(const attention_args& a) {
+    if constexpr (std::is_same_v<T, uint16_t>) return a.k16;
+    else return a.k;
+}
+template <class T>
+const T* const* v_blocks(const attention_args& a) {
+    if constexpr (std::is_same_v<T, uint16_t>) return a.v16;
+    else return a.v;
+}
+
+#if TACHYON_ATTENTION_AVX2
+// Eight f32 or fp16 values at p as f32.
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+#endif
+#if TACHYON_ATTENTION_AVX512
+// Sixteen f32 or fp16 values at p as f32.
+TACHYON_AVX512 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+TACHYON_AVX512 inline __m512 load16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+#endif
+
 #if TACHYON_ATTENTION_AVX2 || TACHYON_ATTENTION_AVX512
 // How many blocks ahead the row kernels ask for K and V. A sequence's
 // blocks lie anywhere in the cache's arena (a layer's block of 16
 // positions is 4 KiB a KV head at head_dim 64), which the hardware
 // prefetchers, trained within a page, do not follow: each block was a
-// fresh wait on memory. Fewer rows spend less time on a block, so they ask
+// fresh wait on memory (fp16: 2 KiB). Fewer rows spend less time on a block, so they ask
 // further ahead.
 template <int R>
 constexpr int blocks_ahead = R >= 4 ? 4 : 8;
 
-// One K or V row of HD floats into L2.
-template <int HD>
-inline void prefetch_row(const float* p) {
-    for (int l = 0; l < HD * 4 / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(p) + 64 * l, _MM_HINT_T1);
-    if constexpr (HD * 4 % 64 != 0) _mm_prefetch(reinterpret_cast<const char*>(p + HD - 1), _MM_HINT_T1);
+// One V row of HD values into L2.
+template <int HD, class T>
+inline void prefetch_row(const T* p) {
+    constexpr int bytes = HD * static_cast<int>(sizeof(T));
+    for (int l = 0; l < bytes / 64; ++l) _mm_prefetch(reinterpret_cast<const char*>(p) + 64 * l, _MM_HINT_T1);
+    if constexpr (bytes % 64 != 0) _mm_prefetch(reinterpret_cast<const char*>(p + HD - 1), _MM_HINT_T1);
 }
 #endif
 
 // HD: head dimension, BS: block size; 0 = known only at run time.
-template <int HD, int BS>
+template <class T, int HD, int BS>
 void attend_fixed(const attention_args& a, int head_dim, kernel_isa isa) {
     const int hd = HD > 0 ? HD : head_dim;
     const int bs = BS > 0 ? BS : a.block_size;
     // Scores, a block at a time: s[p] = Σ_d q[d] · K^T[d][p], all positions of the block together.
     int j = 0;
     for (int b = 0; j < a.n_pos; ++b) {
-        const float* kt = a.k[b];
+        const T* kt = k_blocks<T>(a)[b];
         const int n = std::min(bs, a.n_pos - j);
         float s[BS > 0 ? BS : 256];
         if (BS > 0 || bs <= 256) {
             for (int p = 0; p < bs; ++p) s[p] = 0.0f;
             for (int d = 0; d < hd; ++d) {
                 const float qd = a.q[d] * a.scale;
-                const float* row = kt + static_cast<int64_t>(d) * bs;
-                for (int p = 0; p < bs; ++p) s[p] += qd * row[p];
+                const T* row = kt + static_cast<int64_t>(d) * bs;
+                for (int p = 0; p < bs; ++p) s[p] += qd * widen(row[p]);
             }
             for (int p = 0; p < n; ++p) a.scores[j + p] = s[p];
         } else {
             for (int p = 0; p < n; ++p) {
                 float acc = 0.0f;
-                for (int d = 0; d < hd; ++d) acc += a.q[d] * kt[static_cast<int64_t>(d) * bs + p];
+                for (int d = 0; d < hd; ++d) acc += a.q[d] * widen(kt[static_cast<int64_t>(d) * bs + p]);
                 a.scores[j + p] = acc * a.scale;
             }
         }
@@ -71,12 +107,12 @@ void attend_fixed(const attention_args& a, int head_dim, kernel_isa isa) {
     float acc[HD > 0 ? HD : 256] = {};
     j = 0;
     for (int b = 0; j < a.n_pos; ++b) {
-        const float* vb = a.v[b];
+        const T* vb = v_blocks<T>(a)[b];
         const int n = std::min(bs, a.n_pos - j);
         for (int i = 0; i < n; ++i, ++j) {
-            const float* v = vb + static_cast<int64_t>(i) * a.stride;
+            const T* v = vb + static_cast<int64_t>(i) * a.stride;
             const float p = a.scores[j];
-            for (int d = 0; d < hd; ++d) acc[d] += p * v[d];
+            for (int d = 0; d < hd; ++d) acc[d] += p * widen(v[d]);
         }
     }
     for (int d = 0; d < hd; ++d) a.out[d] = acc[d];
@@ -86,19 +122,19 @@ void attend_fixed(const attention_args& a, int head_dim, kernel_isa isa) {
 // The same with AVX2 intrinsics, for block size 16 and head dimensions that
 // are multiples of 8: a block's 16 scores live in two registers, the output
 // accumulates in HD / 8 registers.
-template <int HD>
+template <class T, int HD>
 void attend_avx2(const attention_args& a, kernel_isa isa) {
     constexpr int BS = 16, NV = HD / 8;
     alignas(32) float q[HD];
     for (int d = 0; d < HD; ++d) q[d] = a.q[d] * a.scale;
     int j = 0;
     for (int b = 0; j < a.n_pos; ++b) {
-        const float* kt = a.k[b];
+        const T* kt = k_blocks<T>(a)[b];
         __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
         for (int d = 0; d < HD; ++d) {
             const __m256 qd = _mm256_broadcast_ss(&q[d]);
-            s0 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kt + d * BS), s0);
-            s1 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(kt + d * BS + 8), s1);
+            s0 = _mm256_fmadd_ps(qd, load8(kt + d * BS), s0);
+            s1 = _mm256_fmadd_ps(qd, load8(kt + d * BS + 8), s1);
         }
         const int n = std::min(BS, a.n_pos - j);
         if (n == BS) {
@@ -117,12 +153,12 @@ void attend_avx2(const attention_args& a, kernel_isa isa) {
     for (int k = 0; k < NV; ++k) acc[k] = _mm256_setzero_ps();
     j = 0;
     for (int b = 0; j < a.n_pos; ++b) {
-        const float* vb = a.v[b];
+        const T* vb = v_blocks<T>(a)[b];
         const int n = std::min(BS, a.n_pos - j);
         for (int i = 0; i < n; ++i, ++j) {
-            const float* v = vb + static_cast<int64_t>(i) * a.stride;
+            const T* v = vb + static_cast<int64_t>(i) * a.stride;
             const __m256 p = _mm256_broadcast_ss(a.scores + j);
-            for (int k = 0; k < NV; ++k) acc[k] = _mm256_fmadd_ps(p, _mm256_loadu_ps(v + 8 * k), acc[k]);
+            for (int k = 0; k < NV; ++k) acc[k] = _mm256_fmadd_ps(p, load8(v + 8 * k), acc[k]);
         }
     }
     for (int k = 0; k < NV; ++k) _mm256_storeu_ps(a.out + 8 * k, acc[k]);
@@ -131,7 +167,7 @@ void attend_avx2(const attention_args& a, kernel_isa isa) {
 
 #if TACHYON_ATTENTION_AVX2
 // R rows at once, block size 16, HD a multiple of 8.
-template <int HD, int R>
+template <class T, int HD, int R>
 void attend_rows_avx2(const attention_args& a, const attention_row* rows, kernel_isa isa) {
     constexpr int BS = 16, NV = HD / 8;
     alignas(32) float q[R][HD];
@@ -144,13 +180,14 @@ void attend_rows_avx2(const attention_args& a, const attention_row* rows, kernel
     const int n_blocks = (n_max + BS - 1) / BS;
     int j = 0;
     for (int b = 0; j < n_max; ++b) {
-        const float* kt = a.k[b];
-        const float* ahead = a.k[std::min(b + blocks_ahead<R>, n_blocks - 1)];
+        const T* kt = k_blocks<T>(a)[b];
+        const T* ahead = k_blocks<T>(a)[std::min(b + blocks_ahead<R>, n_blocks - 1)];
         __m256 s0[R], s1[R];
         for (int r = 0; r < R; ++r) s0[r] = s1[r] = _mm256_setzero_ps();
         for (int d = 0; d < HD; ++d) {
-            if (a.stream) _mm_prefetch(reinterpret_cast<const char*>(ahead + d * BS), _MM_HINT_T1);
-            const __m256 k0 = _mm256_loadu_ps(kt + d * BS), k1 = _mm256_loadu_ps(kt + d * BS + 8);
+            // fp16: a line holds two dimensions' 16 positions
+            if (a.stream && d % (sizeof(T) == 2 ? 2 : 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(ahead + d * BS), _MM_HINT_T1);
+            const __m256 k0 = load8(kt + d * BS), k1 = load8(kt + d * BS + 8);
             for (int r = 0; r < R; ++r) {
                 const __m256 qd = _mm256_broadcast_ss(&q[r][d]);
                 s0[r] = _mm256_fmadd_ps(qd, k0, s0[r]);
@@ -187,22 +224,22 @@ void attend_rows_avx2(const attention_args& a, const attention_row* rows, kernel
         j = 0;
         const int n_pass_blocks = (n_pass + BS - 1) / BS;
         for (int b = 0; j < n_pass; ++b) {
-            const float* vb = a.v[b];
-            const float* ahead = a.v[std::min(b + blocks_ahead<R>, n_pass_blocks - 1)];
+            const T* vb = v_blocks<T>(a)[b];
+            const T* ahead = v_blocks<T>(a)[std::min(b + blocks_ahead<R>, n_pass_blocks - 1)];
             const int n = std::min(BS, n_pass - j);
             for (int i = 0; i < n; ++i, ++j) {
-                const float* v = vb + static_cast<int64_t>(i) * a.stride;
+                const T* v = vb + static_cast<int64_t>(i) * a.stride;
                 if (a.stream) prefetch_row<HD>(ahead + static_cast<int64_t>(i) * a.stride);
                 const __m256 p0 = _mm256_broadcast_ss(rows[r0].scores + j);
                 if (nr == 2) {
                     const __m256 p1 = _mm256_broadcast_ss(rows[r0 + 1].scores + j);
                     for (int k = 0; k < NV; ++k) {
-                        const __m256 vk = _mm256_loadu_ps(v + 8 * k);
+                        const __m256 vk = load8(v + 8 * k);
                         acc[0][k] = _mm256_fmadd_ps(p0, vk, acc[0][k]);
                         acc[1][k] = _mm256_fmadd_ps(p1, vk, acc[1][k]);
                     }
                 } else {
-                    for (int k = 0; k < NV; ++k) acc[0][k] = _mm256_fmadd_ps(p0, _mm256_loadu_ps(v + 8 * k), acc[0][k]);
+                    for (int k = 0; k < NV; ++k) acc[0][k] = _mm256_fmadd_ps(p0, load8(v + 8 * k), acc[0][k]);
                 }
             }
         }
@@ -211,12 +248,12 @@ void attend_rows_avx2(const attention_args& a, const attention_row* rows, kernel
     }
 }
 
-template <int HD>
+template <class T, int HD>
 bool attend_rows_hd(const attention_args& a, const attention_row* rows, int n_rows, kernel_isa isa) {
     switch (n_rows) {
-        case 2: attend_rows_avx2<HD, 2>(a, rows, isa); return true;
-        case 3: attend_rows_avx2<HD, 3>(a, rows, isa); return true;
-        case 4: attend_rows_avx2<HD, 4>(a, rows, isa); return true;
+        case 2: attend_rows_avx2<T, HD, 2>(a, rows, isa); return true;
+        case 3: attend_rows_avx2<T, HD, 3>(a, rows, isa); return true;
+        case 4: attend_rows_avx2<T, HD, 4>(a, rows, isa); return true;
         default: return false;
     }
 }
@@ -235,7 +272,7 @@ using detail::hsum16;
 // rows per pass, their HD / 16 accumulators each in registers (at most 16 of
 // the 32), and is divided by the row's sum at the end (HD divisions, not
 // one per position).
-template <int HD, int R>
+template <class T, int HD, int R>
 TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_row* rows) {
     constexpr int BS = 16, NV = HD / 16, PR = (16 / NV) < R ? (16 / NV) : R;
     alignas(64) float q[R][HD];
@@ -262,19 +299,19 @@ TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_
     const int n_blocks = (n_max + BS - 1) / BS;
     int j = 0, b = 0;
     for (; j + BS < n_max; b += 2, j += 2 * BS) {
-        const float* kt0 = a.k[b];
-        const float* kt1 = a.k[b + 1];
-        const float* ahead0 = a.k[std::min(b + blocks_ahead<R>, n_blocks - 1)];
-        const float* ahead1 = a.k[std::min(b + 1 + blocks_ahead<R>, n_blocks - 1)];
+        const T* kt0 = k_blocks<T>(a)[b];
+        const T* kt1 = k_blocks<T>(a)[b + 1];
+        const T* ahead0 = k_blocks<T>(a)[std::min(b + blocks_ahead<R>, n_blocks - 1)];
+        const T* ahead1 = k_blocks<T>(a)[std::min(b + 1 + blocks_ahead<R>, n_blocks - 1)];
         __m512 s0[R], s1[R];
         for (int r = 0; r < R; ++r) s0[r] = s1[r] = _mm512_setzero_ps();
         for (int d = 0; d < HD; ++d) {
-            if (a.stream) {
+            if (a.stream && d % (sizeof(T) == 2 ? 2 : 1) == 0) {  // fp16: a line holds two dimensions' 16 positions
                 _mm_prefetch(reinterpret_cast<const char*>(ahead0 + d * BS), _MM_HINT_T1);
                 _mm_prefetch(reinterpret_cast<const char*>(ahead1 + d * BS), _MM_HINT_T1);
             }
-            const __m512 k0 = _mm512_loadu_ps(kt0 + d * BS);
-            const __m512 k1 = _mm512_loadu_ps(kt1 + d * BS);
+            const __m512 k0 = load16(kt0 + d * BS);
+            const __m512 k1 = load16(kt1 + d * BS);
             for (int r = 0; r < R; ++r) {
                 const __m512 qd = _mm512_set1_ps(q[r][d]);
                 s0[r] = _mm512_fmadd_ps(qd, k0, s0[r]);
@@ -285,11 +322,11 @@ TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_
         keep(s1, j + BS);
     }
     if (j < n_max) {
-        const float* kt = a.k[b];
+        const T* kt = k_blocks<T>(a)[b];
         __m512 s[R];
         for (int r = 0; r < R; ++r) s[r] = _mm512_setzero_ps();
         for (int d = 0; d < HD; ++d) {
-            const __m512 k = _mm512_loadu_ps(kt + d * BS);
+            const __m512 k = load16(kt + d * BS);
             for (int r = 0; r < R; ++r) s[r] = _mm512_fmadd_ps(_mm512_set1_ps(q[r][d]), k, s[r]);
         }
         keep(s, j);
@@ -325,14 +362,14 @@ TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_
         j = 0;
         const int n_pass_blocks = (n_pass + BS - 1) / BS;
         for (int b = 0; j < n_pass; ++b) {
-            const float* vb = a.v[b];
-            const float* ahead = a.v[std::min(b + blocks_ahead<R>, n_pass_blocks - 1)];
+            const T* vb = v_blocks<T>(a)[b];
+            const T* ahead = v_blocks<T>(a)[std::min(b + blocks_ahead<R>, n_pass_blocks - 1)];
             const int n = std::min(BS, n_pass - j);
             for (int i = 0; i < n; ++i, ++j) {
-                const float* v = vb + static_cast<int64_t>(i) * a.stride;
+                const T* v = vb + static_cast<int64_t>(i) * a.stride;
                 if (a.stream) prefetch_row<HD>(ahead + static_cast<int64_t>(i) * a.stride);
                 __m512 vk[NV];
-                for (int k = 0; k < NV; ++k) vk[k] = _mm512_loadu_ps(v + 16 * k);
+                for (int k = 0; k < NV; ++k) vk[k] = load16(v + 16 * k);
                 for (int r = 0; r < PR; ++r) {
                     if (r >= nr) break;
                     const __m512 p = _mm512_set1_ps(rows[r0 + r].scores[j]);
@@ -347,42 +384,44 @@ TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_
     }
 }
 
-template <int HD>
+template <class T, int HD>
 bool attend_rows_avx512_hd(const attention_args& a, const attention_row* rows, int n_rows) {
     switch (n_rows) {
-        case 1: attend_rows_avx512<HD, 1>(a, rows); return true;
-        case 2: attend_rows_avx512<HD, 2>(a, rows); return true;
-        case 3: attend_rows_avx512<HD, 3>(a, rows); return true;
-        case 4: attend_rows_avx512<HD, 4>(a, rows); return true;
-        case 5: attend_rows_avx512<HD, 5>(a, rows); return true;
-        case 6: attend_rows_avx512<HD, 6>(a, rows); return true;
-        case 7: attend_rows_avx512<HD, 7>(a, rows); return true;
-        case 8: attend_rows_avx512<HD, 8>(a, rows); return true;
+        case 1: attend_rows_avx512<T, HD, 1>(a, rows); return true;
+        case 2: attend_rows_avx512<T, HD, 2>(a, rows); return true;
+        case 3: attend_rows_avx512<T, HD, 3>(a, rows); return true;
+        case 4: attend_rows_avx512<T, HD, 4>(a, rows); return true;
+        case 5: attend_rows_avx512<T, HD, 5>(a, rows); return true;
+        case 6: attend_rows_avx512<T, HD, 6>(a, rows); return true;
+        case 7: attend_rows_avx512<T, HD, 7>(a, rows); return true;
+        case 8: attend_rows_avx512<T, HD, 8>(a, rows); return true;
         default: return false;
     }
 }
 
+template <class T>
 bool attend_rows_avx512_any(const attention_args& a, const attention_row* rows, int n_rows, int head_dim) {
     switch (head_dim) {
-        case 16: return attend_rows_avx512_hd<16>(a, rows, n_rows);
-        case 32: return attend_rows_avx512_hd<32>(a, rows, n_rows);
-        case 64: return attend_rows_avx512_hd<64>(a, rows, n_rows);
-        case 128: return attend_rows_avx512_hd<128>(a, rows, n_rows);
+        case 16: return attend_rows_avx512_hd<T, 16>(a, rows, n_rows);
+        case 32: return attend_rows_avx512_hd<T, 32>(a, rows, n_rows);
+        case 64: return attend_rows_avx512_hd<T, 64>(a, rows, n_rows);
+        case 128: return attend_rows_avx512_hd<T, 128>(a, rows, n_rows);
         default: return false;
     }
 }
 #endif
 
 // One row with the features the fast kernels lack (softcap, sliding
-// window), in f32 over the paged blocks; positions outside the window are
+// window), in f32 from the paged fp16 blocks; positions outside the window are
 // neither scored nor summed.
+template <class T>
 void attend_features(const attention_args& a, int head_dim, kernel_isa isa) {
     const int first = a.window > 0 ? std::max(0, a.n_pos - a.window) : 0;
     const int bs = a.block_size;
     for (int j = first; j < a.n_pos; ++j) {
-        const float* kt = a.k[j / bs] + j % bs;
+        const T* kt = k_blocks<T>(a)[j / bs] + j % bs;
         float s = 0.0f;
-        for (int d = 0; d < head_dim; ++d) s += a.q[d] * kt[static_cast<int64_t>(d) * bs];
+        for (int d = 0; d < head_dim; ++d) s += a.q[d] * widen(kt[static_cast<int64_t>(d) * bs]);
         s *= a.scale;
         if (a.softcap > 0.0f) s = a.softcap * std::tanh(s / a.softcap);
         a.scores[j] = s;
@@ -392,45 +431,45 @@ void attend_features(const attention_args& a, int head_dim, kernel_isa isa) {
     float* out = head_dim <= 256 ? acc : a.out;
     for (int d = 0; d < head_dim; ++d) out[d] = 0.0f;
     for (int j = first; j < a.n_pos; ++j) {
-        const float* v = a.v[j / bs] + static_cast<int64_t>(j % bs) * a.stride;
+        const T* v = v_blocks<T>(a)[j / bs] + static_cast<int64_t>(j % bs) * a.stride;
         const float p = a.scores[j];
-        for (int d = 0; d < head_dim; ++d) out[d] += p * v[d];
+        for (int d = 0; d < head_dim; ++d) out[d] += p * widen(v[d]);
     }
     if (out != a.out) std::copy(out, out + head_dim, a.out);
 }
 
-template <int HD>
+template <class T, int HD>
 void attend_hd(const attention_args& a, int head_dim, kernel_isa isa) {
 #if TACHYON_ATTENTION_AVX2
     if constexpr (HD > 0 && HD % 8 == 0) {
-        if (a.block_size == 16 && isa != kernel_isa::scalar) return attend_avx2<HD>(a, isa);
+        if (a.block_size == 16 && isa != kernel_isa::scalar) return attend_avx2<T, HD>(a, isa);
     }
 #endif
-    if (a.block_size == 16) return attend_fixed<HD, 16>(a, head_dim, isa);
-    return attend_fixed<HD, 0>(a, head_dim, isa);
+    if (a.block_size == 16) return attend_fixed<T, HD, 16>(a, head_dim, isa);
+    return attend_fixed<T, HD, 0>(a, head_dim, isa);
 }
 
-}  // namespace
-
-void attend(const attention_args& a, int head_dim, kernel_isa isa) {
-    if (a.softcap > 0.0f || a.window > 0) return attend_features(a, head_dim, isa);
+template <class T>
+void attend_t(const attention_args& a, int head_dim, kernel_isa isa) {
+    if (a.softcap > 0.0f || a.window > 0) return attend_features<T>(a, head_dim, isa);
 #if TACHYON_ATTENTION_AVX512
     if (isa >= kernel_isa::avx512 && a.block_size == 16) {
         const attention_row row{a.q, a.n_pos, a.scores, a.out};
-        if (attend_rows_avx512_any(a, &row, 1, head_dim)) return;
+        if (attend_rows_avx512_any<T>(a, &row, 1, head_dim)) return;
     }
 #endif
     switch (head_dim) {
-        case 8: return attend_hd<8>(a, head_dim, isa);
-        case 16: return attend_hd<16>(a, head_dim, isa);
-        case 32: return attend_hd<32>(a, head_dim, isa);
-        case 64: return attend_hd<64>(a, head_dim, isa);
-        case 128: return attend_hd<128>(a, head_dim, isa);
-        default: return attend_hd<0>(a, head_dim, isa);
+        case 8: return attend_hd<T, 8>(a, head_dim, isa);
+        case 16: return attend_hd<T, 16>(a, head_dim, isa);
+        case 32: return attend_hd<T, 32>(a, head_dim, isa);
+        case 64: return attend_hd<T, 64>(a, head_dim, isa);
+        case 128: return attend_hd<T, 128>(a, head_dim, isa);
+        default: return attend_hd<T, 0>(a, head_dim, isa);
     }
 }
 
-void attend_rows(const attention_args& shared, const attention_row* rows, int n_rows, int head_dim, kernel_isa isa) {
+template <class T>
+void attend_rows_t(const attention_args& shared, const attention_row* rows, int n_rows, int head_dim, kernel_isa isa) {
     // Softcap and sliding window: row by row on the kernel that has them.
     if (shared.softcap > 0.0f || shared.window > 0) {
         for (int r = 0; r < n_rows; ++r) {
@@ -439,27 +478,27 @@ void attend_rows(const attention_args& shared, const attention_row* rows, int n_
             a.n_pos = rows[r].n_pos;
             a.scores = rows[r].scores;
             a.out = rows[r].out;
-            attend_features(a, head_dim, isa);
+            attend_features<T>(a, head_dim, isa);
         }
         return;
     }
 #if TACHYON_ATTENTION_AVX512
-    if (isa >= kernel_isa::avx512 && shared.block_size == 16 && attend_rows_avx512_any(shared, rows, n_rows, head_dim))
+    if (isa >= kernel_isa::avx512 && shared.block_size == 16 && attend_rows_avx512_any<T>(shared, rows, n_rows, head_dim))
         return;
 #endif
 #if TACHYON_ATTENTION_AVX2
     if (shared.block_size == 16 && isa != kernel_isa::scalar && n_rows > 4) {
         // at most 4 rows keep the AVX2 accumulators in registers
-        for (int r0 = 0; r0 < n_rows; r0 += 4) attend_rows(shared, rows + r0, std::min(4, n_rows - r0), head_dim, isa);
+        for (int r0 = 0; r0 < n_rows; r0 += 4) attend_rows_t<T>(shared, rows + r0, std::min(4, n_rows - r0), head_dim, isa);
         return;
     }
     if (shared.block_size == 16 && isa != kernel_isa::scalar && n_rows >= 2) {
         bool done = false;
         switch (head_dim) {
-            case 8: done = attend_rows_hd<8>(shared, rows, n_rows, isa); break;
-            case 16: done = attend_rows_hd<16>(shared, rows, n_rows, isa); break;
-            case 32: done = attend_rows_hd<32>(shared, rows, n_rows, isa); break;
-            case 64: done = attend_rows_hd<64>(shared, rows, n_rows, isa); break;
+            case 8: done = attend_rows_hd<T, 8>(shared, rows, n_rows, isa); break;
+            case 16: done = attend_rows_hd<T, 16>(shared, rows, n_rows, isa); break;
+            case 32: done = attend_rows_hd<T, 32>(shared, rows, n_rows, isa); break;
+            case 64: done = attend_rows_hd<T, 64>(shared, rows, n_rows, isa); break;
             default: break;
         }
         if (done) return;
@@ -471,8 +510,20 @@ void attend_rows(const attention_args& shared, const attention_row* rows, int n_
         a.n_pos = rows[r].n_pos;
         a.scores = rows[r].scores;
         a.out = rows[r].out;
-        attend(a, head_dim, isa);
+        attend_t<T>(a, head_dim, isa);
     }
+}
+
+}  // namespace
+
+void attend(const attention_args& a, int head_dim, kernel_isa isa) {
+    if (a.k16) return attend_t<uint16_t>(a, head_dim, isa);
+    attend_t<float>(a, head_dim, isa);
+}
+
+void attend_rows(const attention_args& shared, const attention_row* rows, int n_rows, int head_dim, kernel_isa isa) {
+    if (shared.k16) return attend_rows_t<uint16_t>(shared, rows, n_rows, head_dim, isa);
+    attend_rows_t<float>(shared, rows, n_rows, head_dim, isa);
 }
 
 }  // namespace tachyon

@@ -19,7 +19,7 @@ struct attention_args {
     const float* const* k;     // [n_blocks] K blocks at this KV head's first dimension: [head_dim, block_size] (transposed)
     const float* const* v;     // [n_blocks] V block bases, offset to this KV head: rows of `stride`
     int block_size;            // positions per block
-    int stride;                // floats between consecutive V positions (n_kv_head * head_dim)
+    int stride;                // values between consecutive V positions (n_kv_head * head_dim)
     int n_pos;                 // attend to positions [0, n_pos)
     float scale;               // score = scale · q·k (1 / sqrt(head_dim) unless the model says otherwise)
     float* scores;             // [n_pos] scratch
@@ -32,6 +32,10 @@ struct attention_args {
     // for the blocks ahead of the one they read. Where the rows of several
     // calls share the K and V (a prompt's tokens), the requests only cost.
     bool stream = false;
+    // An fp16 KV cache (kv_cache_config::f16): its blocks here, as k and v
+    // are laid out, and k, v unused; the kernels widen each value as they load it.
+    const uint16_t* const* k16 = nullptr;
+    const uint16_t* const* v16 = nullptr;
 };
 
 void attend(const attention_args& a, int head_dim, kernel_isa isa);
@@ -58,8 +62,8 @@ void attend_rows(const attention_args& shared, const attention_row* rows, int n_
 // does 16 rows x 16 positions x 32 dimensions, which AVX-512 spends 512
 // multiply-adds on.
 //
-// The K and V of one sequence and KV head are converted once into tile
-// order (attention_kv_bf16) and then serve every group of up to 16 query
+// The K and V of one sequence and KV head (f32, or fp16 which f32 holds
+// exactly) are converted once into tile order (attention_kv_bf16) and then serve every group of up to 16 query
 // rows of the prompt chunk.
 bool attention_bf16_supported(int head_dim, int block_size);
 struct attention_kv_bf16 {

@@ -24,6 +24,32 @@ std::array<uint32_t, 5> chunk_key(const kv_cache& kv, int layer, std::span<const
     return key;
 }
 
+// Points `a` at the K and V blocks of KV head g of a sequence (`blocks`,
+// layer il), in the vectors of the cache's element type.
+void bind_blocks(const kv_cache& kv, int il, std::span<const int> blocks, int g, int hd, attention_args& a, std::vector<const float*>& k,
+                 std::vector<const float*>& v, std::vector<const uint16_t*>& k16, std::vector<const uint16_t*>& v16) {
+    const size_t k_off = static_cast<size_t>(g) * hd * kv.config().block_size, v_off = static_cast<size_t>(g) * hd;
+    if (kv.config().f16) {
+        k16.resize(blocks.size());
+        v16.resize(blocks.size());
+        for (size_t b = 0; b < blocks.size(); ++b) {
+            k16[b] = kv.k_block16(il, blocks[b]) + k_off;
+            v16[b] = kv.v_block16(il, blocks[b]) + v_off;
+        }
+        a.k16 = k16.data();
+        a.v16 = v16.data();
+        return;
+    }
+    k.resize(blocks.size());
+    v.resize(blocks.size());
+    for (size_t b = 0; b < blocks.size(); ++b) {
+        k[b] = kv.k_block(il, blocks[b]) + k_off;
+        v[b] = kv.v_block(il, blocks[b]) + v_off;
+    }
+    a.k = k.data();
+    a.v = v.data();
+}
+
 }  // namespace
 
 batch_attention::batch_attention(const attention_shape& shape) : shape_(shape) {
@@ -44,7 +70,7 @@ void batch_attention::run(kernel_context& ctx, const attention_batch& batch, kv_
         const int pos = batch.positions[t];
         const seq_id s = batch.seqs[t];
         kv.write_k(il, s, pos, batch.k + t * n_kv);
-        std::memcpy(kv.v_row(il, s, pos), batch.v + t * n_kv, static_cast<size_t>(n_kv) * sizeof(float));
+        kv.write_v(il, s, pos, batch.v + t * n_kv);
     }
 
     const int group = sh.n_head / sh.n_head_kv;
@@ -125,6 +151,7 @@ void batch_attention::run(kernel_context& ctx, const attention_batch& batch, kv_
         const int64_t n_conv = static_cast<int64_t>(runs.size()) * sh.n_head_kv;
         ctx.parallel_for(n_conv, 1, [&](int64_t begin, int64_t end) {
             thread_local std::vector<const float*> k_blocks, v_blocks;
+            thread_local std::vector<const uint16_t*> k16_blocks, v16_blocks;
             for (int64_t i = begin; i < end; ++i) {
                 const size_t r = static_cast<size_t>(i / sh.n_head_kv);
                 const prompt_run& pr = run_list[r];
@@ -145,13 +172,8 @@ void batch_attention::run(kernel_context& ctx, const attention_batch& batch, kv_
                 }
                 keys.resize(static_cast<size_t>(n_chunks));
                 for (int ch = first; ch < n_chunks; ++ch) keys[static_cast<size_t>(ch)] = chunk_key(kv, il, blocks, ch, pr.n_pos);
-                k_blocks.resize(blocks.size());
-                v_blocks.resize(blocks.size());
-                for (size_t b = 0; b < blocks.size(); ++b) {
-                    k_blocks[b] = kv.k_block(il, blocks[b]) + static_cast<size_t>(g) * hd * bs;
-                    v_blocks[b] = kv.v_block(il, blocks[b]) + g * hd;
-                }
-                const attention_args a{nullptr, k_blocks.data(), v_blocks.data(), bs, n_kv, 0, scale, nullptr, nullptr};
+                attention_args a{nullptr, nullptr, nullptr, bs, n_kv, 0, scale, nullptr, nullptr};
+                bind_blocks(kv, il, blocks, g, hd, a, k_blocks, v_blocks, k16_blocks, v16_blocks);
                 convert_kv_bf16(a, hd, pr.n_pos, tc.kv, first);
             }
         });
@@ -161,12 +183,13 @@ void batch_attention::run(kernel_context& ctx, const attention_batch& batch, kv_
     const std::vector<tile>& work = tiles;
     ctx.parallel_for(static_cast<int64_t>(work.size()), grain, [&](int64_t begin, int64_t end) {
         thread_local std::vector<float> scores;          // [max_attention_rows, max_pos + 1]
-        thread_local std::vector<const float*> k_blocks; // [n_blocks of the sequence]
-        thread_local std::vector<const float*> v_blocks;
+        thread_local std::vector<const float*> k_blocks, v_blocks;  // [n_blocks of the sequence], f32 cache
+        thread_local std::vector<const uint16_t*> k16_blocks, v16_blocks;  // or fp16
         const size_t stride = static_cast<size_t>(max_pos + 1);
         if (scores.size() < stride * max_attention_rows) scores.resize(stride * max_attention_rows);
         seq_id bound = -1;
         int bound_g = -1;
+        attention_args shared{nullptr, nullptr, nullptr, bs, n_kv, 0, scale, nullptr, nullptr, sh.softcap, window};
         for (int64_t w = begin; w < end; ++w) {
             const tile& tl = work[static_cast<size_t>(w)];
             attention_row rows[max_attention_rows_bf16];
@@ -187,15 +210,8 @@ void batch_attention::run(kernel_context& ctx, const attention_batch& batch, kv_
             if (batch.seqs[tl.t0] != bound || tl.g != bound_g) {
                 bound = batch.seqs[tl.t0];
                 bound_g = tl.g;
-                std::span<const int> blocks = kv.block_table(bound);
-                k_blocks.resize(blocks.size());
-                v_blocks.resize(blocks.size());
-                for (size_t b = 0; b < blocks.size(); ++b) {
-                    k_blocks[b] = kv.k_block(il, blocks[b]) + static_cast<size_t>(tl.g) * hd * bs;
-                    v_blocks[b] = kv.v_block(il, blocks[b]) + tl.g * hd;
-                }
+                bind_blocks(kv, il, kv.block_table(bound), tl.g, hd, shared, k_blocks, v_blocks, k16_blocks, v16_blocks);
             }
-            attention_args shared{nullptr, k_blocks.data(), v_blocks.data(), bs, n_kv, 0, scale, nullptr, nullptr, sh.softcap, window};
             // A lone token of its sequence (a decode step) reads its K and V
             // once; a prompt's tiles read the same ones token after token.
             // Zen 5, 0.5B shape, 2 threads, 2048 positions in (`bench decode

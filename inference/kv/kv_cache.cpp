@@ -4,14 +4,56 @@
 #include <cstring>
 #include <string>
 
+#include "inference/gguf/fp16.h"
+
+#if defined(__F16C__) && defined(__AVX__)
+#include <immintrin.h>
+#endif
+
 namespace tachyon {
+namespace {
+
+constexpr float fp16_max = 65504.0f;
+
+// x as fp16, saturated to +-65504 (a NaN stays a NaN).
+inline uint16_t to_fp16_saturated(float x) {
+    return fp32_to_fp16(x > fp16_max ? fp16_max : x < -fp16_max ? -fp16_max : x);
+}
+
+// n values of `src` as fp16 at dst[0], dst[step], dst[2 step], ...
+void store_fp16(uint16_t* dst, size_t step, const float* src, int n) {
+    int i = 0;
+#if defined(__F16C__) && defined(__AVX__)
+    const __m256 hi = _mm256_set1_ps(fp16_max), lo = _mm256_set1_ps(-fp16_max);
+    for (; i + 8 <= n; i += 8) {
+        // min/max return their second operand for a NaN: the NaN goes on.
+        const __m256 x = _mm256_max_ps(lo, _mm256_min_ps(hi, _mm256_loadu_ps(src + i)));
+        const __m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        if (step == 1) {
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+        } else {
+            alignas(16) uint16_t t[8];
+            _mm_store_si128(reinterpret_cast<__m128i*>(t), h);
+            for (int j = 0; j < 8; ++j) dst[static_cast<size_t>(i + j) * step] = t[j];
+        }
+    }
+#endif
+    for (; i < n; ++i) dst[static_cast<size_t>(i) * step] = to_fp16_saturated(src[i]);
+}
+
+}  // namespace
 
 kv_cache::kv_cache(const kv_cache_config& config) : config_(config) {
     TACHYON_ASSERT(config.n_layer > 0 && config.n_kv_embd > 0 && config.block_size > 0 && config.n_blocks > 0,
                    "kv_cache: every dimension must be positive");
     size_t n = static_cast<size_t>(config.n_layer) * config.n_blocks * config.block_size * config.n_kv_embd;
-    k_.assign(n, 0.0f);
-    v_.assign(n, 0.0f);
+    if (config.f16) {
+        k16_.assign(n, 0);
+        v16_.assign(n, 0);
+    } else {
+        k_.assign(n, 0.0f);
+        v_.assign(n, 0.0f);
+    }
     refs_.assign(static_cast<size_t>(config.n_blocks), 0);
     gen_.assign(static_cast<size_t>(config.n_layer) * config.n_blocks, 0);
     free_.reserve(static_cast<size_t>(config.n_blocks));
@@ -69,8 +111,13 @@ void kv_cache::copy_block(int dst, int src, int n_positions) {
     const size_t n_k = static_cast<size_t>(config_.block_size) * config_.n_kv_embd;
     const size_t n_v = static_cast<size_t>(n_positions) * config_.n_kv_embd;
     for (int l = 0; l < config_.n_layer; ++l) {
-        std::memcpy(k_.data() + block_offset(l, dst), k_.data() + block_offset(l, src), n_k * sizeof(float));
-        std::memcpy(v_.data() + block_offset(l, dst), v_.data() + block_offset(l, src), n_v * sizeof(float));
+        if (config_.f16) {
+            std::memcpy(k16_.data() + block_offset(l, dst), k16_.data() + block_offset(l, src), n_k * sizeof(uint16_t));
+            std::memcpy(v16_.data() + block_offset(l, dst), v16_.data() + block_offset(l, src), n_v * sizeof(uint16_t));
+        } else {
+            std::memcpy(k_.data() + block_offset(l, dst), k_.data() + block_offset(l, src), n_k * sizeof(float));
+            std::memcpy(v_.data() + block_offset(l, dst), v_.data() + block_offset(l, src), n_v * sizeof(float));
+        }
         ++gen_[static_cast<size_t>(l) * config_.n_blocks + dst];
     }
 }
@@ -139,28 +186,42 @@ int kv_cache::n_tokens(seq_id seq) const { return get(seq).n_tokens; }
 
 std::span<const int> kv_cache::block_table(seq_id seq) const { return get(seq).blocks; }
 
-void kv_cache::write_k(int layer, seq_id seq, int pos, const float* k) {
+int kv_cache::block_of(int layer, seq_id seq, int pos, const char* what) const {
     const sequence& s = get(seq);
-    size_t i = static_cast<size_t>(pos / config_.block_size);
-    TACHYON_ASSERT(pos >= 0 && i < s.blocks.size(), "kv_cache::write_k past the reserved capacity");
-    ++gen_[static_cast<size_t>(layer) * config_.n_blocks + s.blocks[i]];
-    float* dst = k_.data() + block_offset(layer, s.blocks[i]) + static_cast<size_t>(pos % config_.block_size);
+    const size_t i = static_cast<size_t>(pos / config_.block_size);
+    TACHYON_ASSERT(layer >= 0 && layer < config_.n_layer && pos >= 0 && i < s.blocks.size(),
+                   std::string("kv_cache::") + what + " past the reserved capacity");
+    return s.blocks[i];
+}
+
+void kv_cache::write_k(int layer, seq_id seq, int pos, const float* k) {
+    const int b = block_of(layer, seq, pos, "write_k");
+    ++gen_[static_cast<size_t>(layer) * config_.n_blocks + b];
     const size_t bs = static_cast<size_t>(config_.block_size);
-    for (int d = 0; d < config_.n_kv_embd; ++d) dst[static_cast<size_t>(d) * bs] = k[d];
+    const size_t at = block_offset(layer, b) + static_cast<size_t>(pos) % bs;
+    if (config_.f16) return store_fp16(k16_.data() + at, bs, k, config_.n_kv_embd);
+    for (int d = 0; d < config_.n_kv_embd; ++d) k_[at + static_cast<size_t>(d) * bs] = k[d];
+}
+
+void kv_cache::write_v(int layer, seq_id seq, int pos, const float* v) {
+    const int b = block_of(layer, seq, pos, "write_v");
+    const size_t at = block_offset(layer, b) + static_cast<size_t>(pos % config_.block_size) * config_.n_kv_embd;
+    if (config_.f16) return store_fp16(v16_.data() + at, 1, v, config_.n_kv_embd);
+    std::memcpy(v_.data() + at, v, static_cast<size_t>(config_.n_kv_embd) * sizeof(float));
 }
 
 float kv_cache::k_at(int layer, seq_id seq, int pos, int i) const {
-    const sequence& s = get(seq);
-    size_t b = static_cast<size_t>(pos / config_.block_size);
-    TACHYON_ASSERT(pos >= 0 && b < s.blocks.size() && i >= 0 && i < config_.n_kv_embd, "kv_cache::k_at out of range");
-    return k_[block_offset(layer, s.blocks[b]) + static_cast<size_t>(i) * config_.block_size + static_cast<size_t>(pos % config_.block_size)];
+    TACHYON_ASSERT(i >= 0 && i < config_.n_kv_embd, "kv_cache::k_at out of range");
+    const size_t at = block_offset(layer, block_of(layer, seq, pos, "k_at")) + static_cast<size_t>(i) * config_.block_size +
+                      static_cast<size_t>(pos % config_.block_size);
+    return config_.f16 ? fp16_to_fp32(k16_[at]) : k_[at];
 }
 
-float* kv_cache::v_row(int layer, seq_id seq, int pos) {
-    const sequence& s = get(seq);
-    size_t i = static_cast<size_t>(pos / config_.block_size);
-    TACHYON_ASSERT(pos >= 0 && i < s.blocks.size(), "kv_cache::v_row past the reserved capacity");
-    return v_.data() + block_offset(layer, s.blocks[i]) + static_cast<size_t>(pos % config_.block_size) * config_.n_kv_embd;
+float kv_cache::v_at(int layer, seq_id seq, int pos, int i) const {
+    TACHYON_ASSERT(i >= 0 && i < config_.n_kv_embd, "kv_cache::v_at out of range");
+    const size_t at = block_offset(layer, block_of(layer, seq, pos, "v_at")) + static_cast<size_t>(pos % config_.block_size) * config_.n_kv_embd +
+                      static_cast<size_t>(i);
+    return config_.f16 ? fp16_to_fp32(v16_[at]) : v_[at];
 }
 
 void kv_cache::retain_block(int block) {

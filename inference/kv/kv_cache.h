@@ -9,6 +9,13 @@
 // attention computes the scores of a whole block as block_size-wide
 // multiply-adds over the head's dimensions, with no horizontal sums.
 //
+// K and V are held as IEEE fp16 (kv_cache_config::f16, the engine's
+// default, as llama.cpp's cache) or as f32 (the reference computation).
+// fp16 is half the memory, and half the bytes a decode step reads per
+// position, which at long contexts or many sequences is as much as the
+// weights. Values beyond fp16's range (65504) are stored saturated, not as
+// infinities.
+//
 // Not thread-safe: the engine thread owns it.
 #pragma once
 
@@ -30,6 +37,7 @@ struct kv_cache_config {
     int n_kv_embd = 0;     // n_kv_head * head_dim
     int block_size = 16;   // positions per block
     int n_blocks = 0;      // capacity, all sequences together
+    bool f16 = false;      // K and V as fp16 (else f32)
 };
 
 class kv_cache {
@@ -62,17 +70,21 @@ public:
     int ref_count(int block) const { return refs_[static_cast<size_t>(block)]; }
     std::span<const int> block_table(seq_id seq) const;
 
-    // Stores K [n_kv_embd] of position `pos` of `seq` in `layer`; returns the
-    // V row to fill, [n_kv_embd] f32. `pos` must be below n_tokens + reserved
-    // capacity; the block must be exclusively owned when writing (reserve()
-    // guarantees it for new ones).
+    // Stores K (and V) [n_kv_embd] f32 of position `pos` of `seq` in
+    // `layer`, as the cache holds them. `pos` must be below n_tokens +
+    // reserved capacity; the block must be exclusively owned when writing
+    // (reserve() guarantees it for new ones). A position's V is written with its K.
     void write_k(int layer, seq_id seq, int pos, const float* k);
-    float* v_row(int layer, seq_id seq, int pos);
-    // Element i of K at a position (tests and debugging; attention reads blocks).
+    void write_v(int layer, seq_id seq, int pos, const float* v);
+    // Element i of K or V at a position, as stored (tests and debugging; attention reads blocks).
     float k_at(int layer, seq_id seq, int pos, int i) const;
-    // A whole block: K as [n_kv_embd, block_size] f32, V as [block_size, n_kv_embd] f32.
+    float v_at(int layer, seq_id seq, int pos, int i) const;
+    // A whole block: K as [n_kv_embd, block_size], V as [block_size, n_kv_embd],
+    // f32 or fp16 as config().f16 says (the other one is empty).
     const float* k_block(int layer, int block) const { return k_.data() + block_offset(layer, block); }
     const float* v_block(int layer, int block) const { return v_.data() + block_offset(layer, block); }
+    const uint16_t* k_block16(int layer, int block) const { return k16_.data() + block_offset(layer, block); }
+    const uint16_t* v_block16(int layer, int block) const { return v16_.data() + block_offset(layer, block); }
 
     // How many times positions of `block` in `layer` were written (write_k;
     // a position's V is written with its K) or copied into. Whatever is
@@ -100,8 +112,13 @@ private:
     void copy_block(int dst, int src, int n_positions);
 
     kv_cache_config config_;
-    line_vector<float> k_;  // [n_layer, n_blocks, n_kv_embd, block_size] (transposed per block)
-    line_vector<float> v_;  // [n_layer, n_blocks, block_size, n_kv_embd]
+    int block_of(int layer, seq_id seq, int pos, const char* what) const;  // the block holding pos, checked
+
+    // f32 (k_, v_) or fp16 (k16_, v16_), the other pair empty
+    line_vector<float> k_;        // [n_layer, n_blocks, n_kv_embd, block_size] (transposed per block)
+    line_vector<float> v_;        // [n_layer, n_blocks, block_size, n_kv_embd]
+    line_vector<uint16_t> k16_;   // the same as fp16
+    line_vector<uint16_t> v16_;
     std::vector<int> refs_;  // [n_blocks] owners of each block (sequences + external holders)
     std::vector<uint32_t> gen_;  // [n_layer, n_blocks] writes into each block
     std::vector<int> free_;  // free block ids, taken from the back

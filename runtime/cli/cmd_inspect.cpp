@@ -105,9 +105,9 @@ int run_inspect(const cli::parsed_args& args) {
     int64_t n_vocab = 0;
     if (const gguf_tensor_info* e = f.find_tensor("token_embd.weight"); e && e->shape.size() == 2) n_vocab = e->shape[1];
     const int64_t n_ctx = *ctx_arg > 0 ? *ctx_arg : (n_ctx_train > 0 ? std::min<int64_t>(n_ctx_train, 4096) : 4096);
-    // The KV cache holds f32 keys and values of every layer.
+    // The KV cache holds fp16 keys and values of every layer.
     const uint64_t kv_bytes = static_cast<uint64_t>(n_layer) * static_cast<uint64_t>(n_ctx) * static_cast<uint64_t>(n_head_kv) *
-                              static_cast<uint64_t>(head_k + head_v) * 4;
+                              static_cast<uint64_t>(head_k + head_v) * 2;
 
     const std::string tok_model = string_or(f, "tokenizer.ggml.model");
     const std::string tok_pre = string_or(f, "tokenizer.ggml.pre", tok_model == "gpt2" ? "default" : "");

@@ -59,6 +59,7 @@ struct logits_request {
     int64_t first_out = 0;  // positions [first_out, ids.size()) get logits
     bool one_by_one = false;
     int max_batch = 512;
+    bool f16_kv = true;  // the KV cache in fp16 as the engine holds it; f32 for --exact
 };
 
 // Logits after each position of `first_out..`: [n_out, n_vocab].
@@ -76,6 +77,7 @@ result<std::vector<float>> compute(model& m, kernel_context& ctx, const logits_r
     kc.n_kv_embd = hp.n_embd_kv();
     kc.block_size = 16;
     kc.n_blocks = static_cast<int>((n + kc.block_size - 1) / kc.block_size) + 1;
+    kc.f16 = r.f16_kv;
     kv_cache kv(kc);
     const seq_id seq = kv.create();
     std::vector<float> out(static_cast<size_t>(n - r.first_out) * static_cast<size_t>(hp.n_vocab));
@@ -132,6 +134,7 @@ int run_logits(const cli::parsed_args& args) {
     if (*last < 0) return logits_fail("--last must be >= 0");
     r.first_out = *last == 0 || *last >= n ? 0 : n - *last;
     r.one_by_one = args.flag("one-by-one");
+    r.f16_kv = !lo.exact;
     kernel_context ctx(static_cast<int>(*threads));
     auto logits = compute(**m, ctx, r);
     if (!logits) return logits_fail(logits.err().message);
@@ -179,8 +182,9 @@ cli::command_spec make_logits_command() {
         "position: as text, one line per position (`pos P token T logits ...`), with --out in the TLOG binary\n"
         "format (magic \"TLOG\", u32 version 1, u32 n_pos, u32 n_vocab, then float32 position-major), or with\n"
         "--compare against such a file written by another engine (relative RMS, max abs difference, argmax\n"
-        "agreement). --exact computes in float on the dequantized weights, with no activation quantization: the\n"
-        "reference every fast path is held against.";
+        "agreement). --exact computes in float on the dequantized weights, with no activation quantization and\n"
+        "an f32 KV cache: the reference every fast path is held against. Without it the KV cache is fp16, as the\n"
+        "engine's.";
     c.options = {
         {"model", 'm', cli::option_kind::value, "PATH", "", "GGUF model file", true},
         {"ids", 0, cli::option_kind::value, "IDS", "", "token ids, e.g. \"1 2 3\""},

@@ -54,7 +54,13 @@ TACHYON_AMX_BF16 inline void store_pair(uint16_t* hi, uint16_t* lo, __m512 x0, _
     _mm512_storeu_si512(lo, l);
 }
 
-TACHYON_AMX_BF16 void convert_kv_bf16_avx512(const attention_args& a, int hd, int n_pos, attention_kv_bf16& out, int first_chunk) {
+// Sixteen f32 or fp16 K or V values at p as f32, the lanes outside m zero.
+TACHYON_AMX_BF16 inline __m512 load16(const float* p, __mmask16 m = 0xffff) { return _mm512_maskz_loadu_ps(m, p); }
+TACHYON_AMX_BF16 inline __m512 load16(const uint16_t* p, __mmask16 m = 0xffff) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+
+template <class T>
+TACHYON_AMX_BF16 void convert_kv_bf16_avx512(const T* const* k_blocks, const T* const* v_blocks, const attention_args& a, int hd, int n_pos,
+                                             attention_kv_bf16& out, int first_chunk) {
     const int n_chunks = (n_pos + 31) / 32;
     const int kc = hd / 32, vh = hd / 16;
     out.head_dim = hd;
@@ -68,13 +74,13 @@ TACHYON_AMX_BF16 void convert_kv_bf16_avx512(const attention_args& a, int hd, in
         for (int b = 2 * ch; b < 2 * ch + 2; ++b) {
             const int valid = std::clamp(n_pos - 16 * b, 0, 16);
             const auto m = static_cast<__mmask16>(valid >= 16 ? 0xffffu : (1u << valid) - 1u);
-            const float* kt = valid > 0 ? a.k[b] : nullptr;  // a block past the sequence reads as zero
+            const T* kt = valid > 0 ? k_blocks[b] : nullptr;  // a block past the sequence reads as zero
             for (int c = 0; c < kc; ++c) {
                 uint16_t* hi = out.k.data() + static_cast<size_t>(b * kc + c) * 2 * tile_elems;
                 for (int i = 0; i < 16; ++i) {
                     const int d = 32 * c + i;
-                    const __m512 x0 = kt ? _mm512_maskz_loadu_ps(m, kt + d * 16) : _mm512_setzero_ps();
-                    const __m512 x1 = kt ? _mm512_maskz_loadu_ps(m, kt + (d + 16) * 16) : _mm512_setzero_ps();
+                    const __m512 x0 = kt ? load16(kt + d * 16, m) : _mm512_setzero_ps();
+                    const __m512 x1 = kt ? load16(kt + (d + 16) * 16, m) : _mm512_setzero_ps();
                     norm[b & 1] = _mm512_fmadd_ps(x0, x0, _mm512_fmadd_ps(x1, x1, norm[b & 1]));
                     store_pair(hi + 32 * i, hi + tile_elems + 32 * i, x0, x1);
                 }
@@ -84,12 +90,12 @@ TACHYON_AMX_BF16 void convert_kv_bf16_avx512(const attention_args& a, int hd, in
         // V rows of positions p and p + 16 (16 dimensions each) make one B tile row.
         for (int i = 0; i < 16; ++i) {
             const int p0 = 32 * ch + i, p1 = p0 + 16;
-            const float* v0 = p0 < n_pos ? a.v[p0 / 16] + static_cast<int64_t>(p0 % 16) * a.stride : nullptr;
-            const float* v1 = p1 < n_pos ? a.v[p1 / 16] + static_cast<int64_t>(p1 % 16) * a.stride : nullptr;
+            const T* v0 = p0 < n_pos ? v_blocks[p0 / 16] + static_cast<int64_t>(p0 % 16) * a.stride : nullptr;
+            const T* v1 = p1 < n_pos ? v_blocks[p1 / 16] + static_cast<int64_t>(p1 % 16) * a.stride : nullptr;
             for (int h = 0; h < vh; ++h) {
                 uint16_t* hi = out.v.data() + static_cast<size_t>(ch * vh + h) * 2 * tile_elems;
-                store_pair(hi + 32 * i, hi + tile_elems + 32 * i, v0 ? _mm512_loadu_ps(v0 + 16 * h) : _mm512_setzero_ps(),
-                           v1 ? _mm512_loadu_ps(v1 + 16 * h) : _mm512_setzero_ps());
+                store_pair(hi + 32 * i, hi + tile_elems + 32 * i, v0 ? load16(v0 + 16 * h) : _mm512_setzero_ps(),
+                           v1 ? load16(v1 + 16 * h) : _mm512_setzero_ps());
             }
         }
     }
@@ -322,7 +328,8 @@ void convert_kv_bf16(const attention_args& a, int head_dim, int n_pos, attention
     TACHYON_ASSERT(first_chunk >= 0 && first_chunk <= static_cast<int>(out.chunk_norm.size()) && (first_chunk == 0 || out.head_dim == head_dim),
                    "convert_kv_bf16: chunks kept that were never converted");
 #if TACHYON_ATTENTION_AVX512
-    convert_kv_bf16_avx512(a, head_dim, n_pos, out, first_chunk);
+    if (a.k16) return convert_kv_bf16_avx512(a.k16, a.v16, a, head_dim, n_pos, out, first_chunk);
+    convert_kv_bf16_avx512(a.k, a.v, a, head_dim, n_pos, out, first_chunk);
 #else
     (void)n_pos;
     (void)out;

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "inference/gguf/fp16.h"
+
 #include <tuple>
 
 #include <algorithm>
@@ -24,11 +26,15 @@ std::vector<kernel_isa> isas() {
 
 // One KV head of one sequence in paged blocks, laid out as the KV cache
 // holds it: K transposed per block ([head_dim][block_size]), V rows `stride`
-// floats apart (a second KV head interleaved, which attention must skip).
+// values apart (a second KV head interleaved, which attention must skip).
+// The values are fp16 numbers, held both as f32 (k, v) and as fp16 (k16,
+// v16), so the two caches hold exactly the same K and V.
 struct paged_kv {
     int head_dim, block_size, stride;
     std::vector<std::vector<float>> k_store, v_store;
+    std::vector<std::vector<uint16_t>> k16_store, v16_store;
     std::vector<const float*> k, v;
+    std::vector<const uint16_t*> k16, v16;
 
     paged_kv(int hd, int bs, int n_pos, std::mt19937& rng) : head_dim(hd), block_size(bs), stride(2 * hd) {
         std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -36,11 +42,27 @@ struct paged_kv {
         for (int b = 0; b < n_blocks; ++b) {
             k_store.emplace_back(static_cast<size_t>(hd * bs));
             v_store.emplace_back(static_cast<size_t>(stride * bs));
-            for (auto& x : k_store.back()) x = dist(rng);
-            for (auto& x : v_store.back()) x = dist(rng);
+            for (auto& x : k_store.back()) x = fp16_to_fp32(fp32_to_fp16(dist(rng)));
+            for (auto& x : v_store.back()) x = fp16_to_fp32(fp32_to_fp16(dist(rng)));
+        }
+        for (const auto& b : k_store) k16_store.emplace_back(b.size());
+        for (const auto& b : v_store) v16_store.emplace_back(b.size());
+        for (size_t b = 0; b < k_store.size(); ++b) {
+            for (size_t i = 0; i < k_store[b].size(); ++i) k16_store[b][i] = fp32_to_fp16(k_store[b][i]);
+            for (size_t i = 0; i < v_store[b].size(); ++i) v16_store[b][i] = fp32_to_fp16(v_store[b][i]);
         }
         for (auto& b : k_store) k.push_back(b.data());
         for (auto& b : v_store) v.push_back(b.data());
+        for (auto& b : k16_store) k16.push_back(b.data());
+        for (auto& b : v16_store) v16.push_back(b.data());
+    }
+
+    // `a` reading the fp16 copy instead.
+    attention_args half(attention_args a) const {
+        a.k = a.v = nullptr;
+        a.k16 = k16.data();
+        a.v16 = v16.data();
+        return a;
     }
 };
 
@@ -84,6 +106,25 @@ TEST_CASE("attention of several query rows matches the scalar reference for ever
                     attend_rows(shared, rows_streamed.data(), n_rows, hd, isa);
                     shared.stream = false;
                     CHECK(streamed == out);
+                }
+                // From an fp16 cache holding the same values: the vector
+                // kernels give the same bits (each value widened exactly as
+                // it is loaded); the scalar reference, which the compiler
+                // vectorizes its own way for each element type, within rounding.
+                for (bool stream : {false, true}) {
+                    std::vector<std::vector<float>> from16(out.size(), std::vector<float>(static_cast<size_t>(hd), 0.0f));
+                    std::vector<attention_row> rows16 = rows;
+                    for (size_t r = 0; r < rows.size(); ++r) rows16[r].out = from16[r].data();
+                    attention_args a16 = kv.half(shared);
+                    a16.stream = stream;
+                    attend_rows(a16, rows16.data(), n_rows, hd, isa);
+                    CAPTURE(stream);
+                    if (isa != kernel_isa::scalar) {
+                        CHECK(from16 == out);
+                        continue;
+                    }
+                    for (size_t r = 0; r < out.size(); ++r)
+                        for (size_t d = 0; d < out[r].size(); ++d) CHECK(from16[r][d] == doctest::Approx(out[r][d]).epsilon(1e-5).scale(1.0));
                 }
                 if (isa == kernel_isa::scalar) {
                     reference = out;
@@ -142,8 +183,12 @@ TEST_CASE("attention on AMX-BF16 tiles (prompt rows) matches double precision, w
             paged_kv kv(hd, 16, max_pos, rng);
             const attention_args shared{nullptr, kv.k.data(), kv.v.data(), 16, kv.stride, 0,
                                         1.0f / std::sqrt(static_cast<float>(hd)), nullptr, nullptr};
-            attention_kv_bf16 conv;
+            attention_kv_bf16 conv, conv16;
             convert_kv_bf16(shared, hd, max_pos, conv);
+            convert_kv_bf16(kv.half(shared), hd, max_pos, conv16);
+            CHECK(conv16.k == conv.k);  // fp16 K and V convert to the same tiles
+            CHECK(conv16.v == conv.v);
+            CHECK(conv16.chunk_norm == conv.chunk_norm);
             for (int n_rows : {1, 7, 16}) {
                 CAPTURE(hd);
                 CAPTURE(max_pos);
@@ -245,6 +290,14 @@ TEST_CASE("softcap, score scale and sliding window match a naive attention on ev
                     rows.push_back({q[static_cast<size_t>(r)].data(), n_pos[static_cast<size_t>(r)], scores[static_cast<size_t>(r)].data(), out[static_cast<size_t>(r)].data()});
                 attention_args shared{nullptr, kv.k.data(), kv.v.data(), 16, kv.stride, 0, scale, nullptr, nullptr, cap, window};
                 attend_rows(shared, rows.data(), n_rows, hd, isa);
+                {  // the same from an fp16 cache, within the rounding of the (scalar) feature kernel
+                    std::vector<std::vector<float>> out16(n_rows, std::vector<float>(static_cast<size_t>(hd)));
+                    std::vector<attention_row> rows16 = rows;
+                    for (int r = 0; r < n_rows; ++r) rows16[static_cast<size_t>(r)].out = out16[static_cast<size_t>(r)].data();
+                    attend_rows(kv.half(shared), rows16.data(), n_rows, hd, isa);
+                    for (size_t r = 0; r < out.size(); ++r)
+                        for (size_t d = 0; d < out[r].size(); ++d) CHECK(out16[r][d] == doctest::Approx(out[r][d]).epsilon(1e-5).scale(1.0));
+                }
                 for (int r = 0; r < n_rows; ++r)
                     for (int d = 0; d < hd; ++d)
                         CHECK(out[static_cast<size_t>(r)][static_cast<size_t>(d)] ==

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "inference/gguf/fp16.h"
+
 #include <tuple>
 
 #include <algorithm>
@@ -41,13 +43,16 @@ struct harness {
         return w[static_cast<size_t>(p)];
     }
 
-    explicit harness(const attention_shape& s) : shape(s), kv(config(s)) {
+    bool f16;  // the cache holds fp16 K and V (the reference reads them so rounded)
+
+    harness(const attention_shape& s, bool half) : shape(s), kv(config(s, half)), f16(half) {
         for (int i = 0; i < 2; ++i) seqs.push_back(kv.create());
         k_seen.resize(2);
         v_seen.resize(2);
     }
-    static kv_cache_config config(const attention_shape& s) {
+    static kv_cache_config config(const attention_shape& s, bool half) {
         kv_cache_config c;
+        c.f16 = half;
         c.n_layer = s.n_layer;
         c.n_kv_embd = s.n_head_kv * s.head_dim;
         c.block_size = 16;
@@ -100,6 +105,10 @@ struct harness {
             vs.resize(std::max(vs.size(), (p + 1) * n_kv()));
             std::copy_n(&k[t * n_kv()], n_kv(), &ks[p * n_kv()]);
             std::copy_n(&v[t * n_kv()], n_kv(), &vs[p * n_kv()]);
+            if (f16) {
+                for (int i = 0; i < n_kv(); ++i) ks[p * n_kv() + i] = fp16_to_fp32(fp32_to_fp16(ks[p * n_kv() + i]));
+                for (int i = 0; i < n_kv(); ++i) vs[p * n_kv() + i] = fp16_to_fp32(fp32_to_fp16(vs[p * n_kv() + i]));
+            }
         }
         double worst = 0.0;
         const int hd = shape.head_dim, group = shape.n_head / shape.n_head_kv;
@@ -136,10 +145,10 @@ struct harness {
 // sequence 0 to 66 positions and 8 other tokens over the chunk the draft had
 // written (a tile copy of it must not be read again), and two decode steps
 // of both sequences.
-std::vector<float> steps(const attention_shape& shape, kernel_isa isa, int n_threads, bool chunked, double& worst) {
+std::vector<float> steps(const attention_shape& shape, kernel_isa isa, int n_threads, bool chunked, double& worst, bool f16 = false) {
     kernel_context ctx(n_threads, isa);
     batch_attention attn(shape);
-    harness hs(shape);
+    harness hs(shape, f16);
     std::vector<float> all;
     const auto run = [&](const std::vector<std::pair<int, int>>& tokens) {
         auto [out, w] = hs.step(ctx, attn, tokens);
@@ -173,15 +182,18 @@ TEST_CASE("attention of a batch of several sequences matches double precision on
     // and head_dim 8 with 4 heads of 4 per KV head (the tiles of AVX-512).
     for (const attention_shape shape : {attention_shape{2, 4, 2, 32}, attention_shape{2, 16, 4, 8}}) {
         CAPTURE(shape.head_dim);
-        for (kernel_isa isa : isas()) {
-            CAPTURE(to_string(isa));
-            double worst = 0.0, worst_2 = 0.0;
-            const std::vector<float> one = steps(shape, isa, 1, false, worst);
-            // AMX-BF16 keeps about 2^-17 of each product (attention.h).
-            CHECK(worst < (isa == kernel_isa::amx ? 1e-4 : 1e-5));
-            // Two threads split the conversion and the tiles between them: the same numbers.
-            CHECK(steps(shape, isa, 2, false, worst_2) == one);
-        }
+        for (kernel_isa isa : isas())
+            for (bool f16 : {false, true}) {
+                CAPTURE(to_string(isa));
+                CAPTURE(f16);
+                double worst = 0.0, worst_2 = 0.0;
+                // With an fp16 cache the reference reads the values rounded as the cache holds them.
+                const std::vector<float> one = steps(shape, isa, 1, false, worst, f16);
+                // AMX-BF16 keeps about 2^-17 of each product (attention.h).
+                CHECK(worst < (isa == kernel_isa::amx ? 1e-4 : 1e-5));
+                // Two threads split the conversion and the tiles between them: the same numbers.
+                CHECK(steps(shape, isa, 2, false, worst_2, f16) == one);
+            }
     }
 }
 
@@ -207,7 +219,7 @@ namespace {
 // One prompt of n tokens of one sequence through run(): the output of layer 0.
 std::vector<float> prompt_output(const attention_shape& shape, kernel_isa isa, int n, int window, std::vector<float>& q, std::vector<float>& k,
                                  std::vector<float>& v) {
-    kv_cache kv(harness::config(shape));
+    kv_cache kv(harness::config(shape, false));
     const seq_id s = kv.create();
     REQUIRE(kv.reserve(s, n).ok());
     const int n_q = shape.n_head * shape.head_dim, n_kv = shape.n_head_kv * shape.head_dim;

@@ -32,8 +32,8 @@ TEST_CASE("inspect --json describes the shipped model: architecture, shapes, cen
     CHECK(o.out.find("\"f16\": {\"tensors\": 29") != std::string::npos);
     CHECK(o.out.find("\"tokenizer\": {\"model\": \"gpt2\", \"pre\": \"qwen2\"}") != std::string::npos);
     CHECK(o.out.find("\"chat_format\": \"chatml\"") != std::string::npos);
-    // 4 layers x 1024 positions x 2 KV heads x (32 + 32) dims x 4 bytes
-    CHECK(o.out.find("\"kv_bytes\": 2097152") != std::string::npos);
+    // 4 layers x 1024 positions x 2 KV heads x (32 + 32) dims x 2 bytes (fp16)
+    CHECK(o.out.find("\"kv_bytes\": 1048576") != std::string::npos);
     CHECK(o.out.find("\"supported\": true") != std::string::npos);
 }
 
