@@ -4,6 +4,10 @@
 #include <cmath>
 #include <unordered_set>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 namespace tachyon {
 
 status sampling_params::validate() const {
@@ -17,6 +21,32 @@ status sampling_params::validate() const {
 }
 
 int32_t argmax(std::span<const float> logits, std::span<const uint8_t> allowed) {
+#if defined(__AVX2__)
+    // Unconstrained: the largest value eight lanes at a time (NaNs never
+    // win: max keeps its second operand when the first is NaN), then the
+    // first position that holds it. A batch samples a row per sequence of
+    // 32-150 thousand logits each step.
+    if (allowed.empty() && logits.size() >= 32) {
+        const float* x = logits.data();
+        const size_t n = logits.size();
+        __m256 m[4];
+        for (auto& v : m) v = _mm256_set1_ps(-INFINITY);
+        size_t i = 0;
+        for (; i + 32 <= n; i += 32)
+            for (int k = 0; k < 4; ++k) m[k] = _mm256_max_ps(_mm256_loadu_ps(x + i + 8 * k), m[k]);
+        const __m256 m2 = _mm256_max_ps(_mm256_max_ps(m[0], m[1]), _mm256_max_ps(m[2], m[3]));
+        alignas(32) float lanes[8];
+        _mm256_store_ps(lanes, m2);
+        float top = lanes[0];
+        for (int k = 1; k < 8; ++k) top = std::max(top, lanes[k]);
+        for (; i < n; ++i)
+            if (x[i] > top) top = x[i];
+        if (top > -INFINITY) {
+            for (size_t j = 0; j < n; ++j)
+                if (x[j] == top) return static_cast<int32_t>(j);
+        }
+    }
+#endif
     int32_t best = -1;
     float best_v = -INFINITY;
     for (size_t i = 0; i < logits.size(); ++i) {

@@ -380,10 +380,14 @@ TACHYON_AVX2 inline __m256i quantize32(const float* x, __m256 id) {
     return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+// n a multiple of 32: four chains of maxima, not one (a block of 256 is 32
+// maxima, which one chain waits out at their latency).
 TACHYON_AVX2 inline float max_abs(const float* x, int n) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
-    __m256 m = _mm256_setzero_ps();
-    for (int k = 0; k < n; k += 8) m = _mm256_max_ps(m, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + k)));
+    __m256 m4[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int k = 0; k < n; k += 32)
+        for (int i = 0; i < 4; ++i) m4[i] = _mm256_max_ps(m4[i], _mm256_andnot_ps(sign, _mm256_loadu_ps(x + k + 8 * i)));
+    const __m256 m = _mm256_max_ps(_mm256_max_ps(m4[0], m4[1]), _mm256_max_ps(m4[2], m4[3]));
     __m128 s = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
     s = _mm_max_ps(s, _mm_movehl_ps(s, s));
     s = _mm_max_ss(s, _mm_movehdup_ps(s));
@@ -424,14 +428,21 @@ TACHYON_AVX2 void quantize_q8_k(const float* x, void* dst, int64_t n) {
         const float d = max_abs(xb, qk_k) / 127.0f;
         const __m256 id = _mm256_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
         out[b].d = d;
-        for (int c = 0; c < qk_k / 32; ++c) {
-            const __m256i q = quantize32(xb + 32 * c, id);
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[b].qs + 32 * c), q);
-            // Pair sums, then sums of 16 per 128-bit lane.
-            const __m256i p = _mm256_maddubs_epi16(ones8, q);
-            const __m256i s = _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-            out[b].bsums[2 * c] = static_cast<int16_t>(hsum_i32(_mm256_blend_epi32(s, _mm256_setzero_si256(), 0xf0)));
-            out[b].bsums[2 * c + 1] = static_cast<int16_t>(hsum_i32(_mm256_blend_epi32(s, _mm256_setzero_si256(), 0x0f)));
+        for (int c0 = 0; c0 < qk_k / 32; c0 += 4) {
+            // Four chunks of 32: each one's sums of 4 bytes (8 dwords), then
+            // two horizontal adds leave in each 128-bit lane the four
+            // chunks' sums of 16, low halves in lane 0 and high in lane 1,
+            // interleaved into bsums order and narrowed (|sum| <= 2032).
+            __m256i s4[4];
+            for (int i = 0; i < 4; ++i) {
+                const __m256i q = quantize32(xb + 32 * (c0 + i), id);
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[b].qs + 32 * (c0 + i)), q);
+                s4[i] = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), _mm256_set1_epi16(1));
+            }
+            const __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(s4[0], s4[1]), _mm256_hadd_epi32(s4[2], s4[3]));
+            const __m128i lo = _mm256_castsi256_si128(h), hi = _mm256_extracti128_si256(h, 1);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out[b].bsums + 2 * c0),
+                             _mm_packs_epi32(_mm_unpacklo_epi32(lo, hi), _mm_unpackhi_epi32(lo, hi)));
         }
     }
 }

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -14,6 +16,38 @@ TEST_CASE("greedy picks the argmax, lowest id on ties, and respects the mask") {
     std::vector<uint8_t> mask{1, 0, 1, 1};
     CHECK(s.sample(logits, {}, mask) == 3);
     CHECK(argmax(logits) == 1);
+}
+
+TEST_CASE("greedy over a vocabulary: the first largest logit wherever it lies, NaNs never chosen") {
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (size_t n : {32u, 33u, 100u, 32000u, 151936u}) {
+        CAPTURE(n);
+        std::vector<float> logits(n);
+        for (size_t i = 0; i < n; ++i) logits[i] = std::sin(static_cast<float>(i)) * 3.0f;  // below 3.0 everywhere
+        for (size_t at : {size_t{0}, n / 2, n - 1}) {
+            CAPTURE(at);
+            std::vector<float> l = logits;
+            l[at] = 7.0f;
+            CHECK(argmax(l) == static_cast<int32_t>(at));
+            // a tie later on: the lower id
+            if (at + 3 < n) {
+                l[at + 3] = 7.0f;
+                CHECK(argmax(l) == static_cast<int32_t>(at));
+            }
+            // NaNs before and after do not win
+            l[n / 3] = nan;
+            l[n - 1 == at ? 0 : n - 1] = nan;
+            CHECK(argmax(l) == static_cast<int32_t>(at));
+        }
+        // every logit -inf or NaN: the first id, as the mask-free scalar scan gives
+        std::vector<float> none(n, -inf);
+        none[1] = nan;
+        CHECK(argmax(none) == 0);
+        sampler s(sampling_params::greedy());
+        std::vector<float> l = logits;
+        l[n - 1] = 9.0f;
+        CHECK(s.sample(l) == static_cast<int32_t>(n - 1));
+    }
 }
 
 TEST_CASE("the same seed gives the same draws, another seed differs") {
