@@ -42,7 +42,13 @@ int32_t argmax(std::span<const float> logits, std::span<const uint8_t> allowed) 
         for (; i < n; ++i)
             if (x[i] > top) top = x[i];
         if (top > -INFINITY) {
-            for (size_t j = 0; j < n; ++j)
+            const __m256 t = _mm256_set1_ps(top);
+            size_t j = 0;
+            for (; j + 8 <= n; j += 8) {
+                const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + j), t, _CMP_EQ_OQ));
+                if (hit != 0) return static_cast<int32_t>(j + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(hit))));
+            }
+            for (; j < n; ++j)
                 if (x[j] == top) return static_cast<int32_t>(j);
         }
     }

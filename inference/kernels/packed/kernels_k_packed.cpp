@@ -5,14 +5,12 @@
 // neither decode nor a prompt pays a horizontal sum, a per-row scale
 // unpacking or a layout per call.
 //
-// The row kernels (k_rows512, k_tile) spend per 64 weights of a row a
-// shuffle of the scale factors, a maddubs and a dpwssd, and per block and
-// row an unpacking of the 6-bit scales and a horizontal sum; the 16-row
-// prompt tiles lay each group out again, once per call, into bytes. Packed
-// at load, a group's 64 bytes of quants for 16 rows cost an and (and a
-// shift for the high nibbles) and, per token, one dpbusd (AVX-512) or a
-// maddubs and an int16 add (AVX2); the scales come as bytes, one widening
-// per sub-block for all 16 rows.
+// The row kernels (k_rows512, k_tile) spend per 64 weights of a row a scale
+// shuffle, a maddubs and a dpwssd, and per block and row a 6-bit scale
+// unpacking and a horizontal sum. Packed at load, a group's 64 bytes of
+// quants for 16 rows cost an and (and a shift for the high nibbles) and,
+// per token, one dpbusd (AVX-512) or a maddubs and an int16 add (AVX2); the
+// scales come as bytes, one widening per sub-block for all 16 rows.
 //
 // Every function carries its own target attribute, so the file builds for
 // plain x86-64; kernels.cpp calls in here only at the levels the CPU has.
@@ -149,21 +147,15 @@ namespace {
 // Software prefetch, into L2, 8 blocks ahead of the block being read: 5
 // lines per sub-block, 40 per block (q4_K's 37 and the start of the next;
 // q5_K 6 and 48 for its 45).
-// Groups lie one after another, so past a group's last block this fetches
-// the next group's. Where a pass spends longer on a block than the hardware
-// prefetchers look ahead, the stream from memory stalls without it; where a
-// pass already reads at the memory's rate (AVX-512, one or two tokens, on
-// AMD), the extra requests only slow it. Zen 4, one thread, 8960 x 1536
-// from 192 MiB of weights, without -> with: AVX-512 at 1 token 244 -> 354
-// us, at 8 tokens 1200 -> 650 us (the time of weights already in L3); AVX2
-// at 1 token 459 -> 296 us, at 8 tokens 1533 -> 1059 us. Intel's
-// prefetchers leave the one-token AVX-512 pass short of the memory's rate
-// (Sapphire Rapids, one thread, 2816 x 1024 from 1 GiB: q4_K 10.8 -> 13.6
-// GB/s, q5_K 9.6 -> 13.1, against 14 GB/s of plain reads), and so do Zen
-// 5's, whose DRAM reads take longer (EPYC, family 26, one thread, 2816 x
-// 1024 from 512 MiB, without -> with: q4_K 20.6 -> 27.8 GB/s, iq4_xs 18.4
-// -> 28.6, q5_K 11-20 -> 25-28, against 38 GB/s of plain reads): there every
-// pass prefetches; only Zen 4's one- and two-token passes do not.
+// Groups lie one after another: past a group's last block this fetches the
+// next group's. A pass slower per block than the hardware prefetchers look
+// ahead stalls without it; one at the memory's rate (AVX-512, 1-2 tokens,
+// Zen 4) only slows with it. One thread, without -> with: Zen 4, 8960 x
+// 1536 from 192 MiB, AVX-512 1 token 244 -> 354 us, 8 tokens 1200 -> 650;
+// AVX2 459 -> 296, 1533 -> 1059. Sapphire Rapids, 2816 x 1024 from 1 GiB,
+// q4_K 10.8 -> 13.6 GB/s (14 of plain reads); Zen 5 from 512 MiB, q4_K
+// 20.6 -> 27.8, iq4_xs 18.4 -> 28.6, q5_K 11-20 -> 25-28 (38 of plain
+// reads). So every pass prefetches but Zen 4's one- and two-token ones.
 template <class P>
 constexpr int64_t prefetch_bytes = 8 * sizeof(P);
 template <class P>
@@ -185,8 +177,7 @@ TACHYON_AVX2 inline void sub_block_sums(const block_q8_k& x, int32_t (&xs)[4]) {
 
 inline int32_t load_i32(const void* p) {
     int32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
+    return std::memcpy(&v, p, 4), v;
 }
 
 // s + q's 16 x 4 unsigned bytes . the 4 signed bytes at p, in every lane,
@@ -219,13 +210,11 @@ constexpr bool signed_scales = std::is_same_v<P, iq4_xs_packed16>;
 
 // Tokens t.. t + NT - 1 against group w (nb blocks) of rows r..; lanes
 // outside `keep` are not stored. Per sub-block and token 8 dpbusd into an
-// int32 sum, converted and multiplied into a float sum by the rows' scales
-// (an FMA where an int32 multiply would take two of the dpbusd's slots:
-// Zen 4, 256 tokens, 23.0 -> 21.3 ms); per block and token 4 dpwssd of the
-// mins against the sub-block sums and two FMAs.
-// The same for q5_K (its fifth bits or'ed in) and iq4_xs (its levels + 128
-// looked up; the mins term then takes off 128 x the scales x the sub-block
-// sums, with 128 d in place of dmin).
+// int32 sum, times the rows' scales into a float sum by an FMA (an int32
+// multiply takes two dpbusd slots: Zen 4, 256 tokens, 23.0 -> 21.3 ms);
+// per block and token 4 dpwssd of the mins against the sub-block sums and
+// two FMAs. q5_K or's its fifth bits in; iq4_xs looks its levels + 128 up,
+// its mins term 128 x the scales x the sub-block sums, 128 d for dmin.
 template <int NT, class P>
 __attribute__((noinline)) TACHYON_AVX512 void tokens512(const gemm_args& a, const P* w, int64_t nb, int64_t r, int64_t t, __mmask16 keep) {
     const block_q8_k* x[NT];
@@ -295,11 +284,15 @@ TACHYON_AVX512 void tail512(const gemm_args& a, const P* w, int64_t nb, int64_t 
 // ---- AVX2: 8 rows in the lanes, a group as two halves --------------------------
 
 // Half h (rows 8h..8h+7) of register k of sub-block sb, as values512.
+template <bool HIGH>  // sb is odd (the high nibbles), known when compiled; q5_K works it out
 TACHYON_AVX2 inline __m256i values256(const q4_k_packed16& blk, int sb, int k, int h) {
     const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.qs[sb / 2][k][8 * h]));
-    return _mm256_and_si256(sb % 2 == 0 ? v : _mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f));
+    return _mm256_and_si256(HIGH ? _mm256_srli_epi16(v, 4) : v, _mm256_set1_epi8(0x0f));
 }
-
+TACHYON_AVX2 inline __m256i values256(const q4_k_packed16& blk, int sb, int k, int h) {
+    return sb % 2 == 0 ? values256<false>(blk, sb, k, h) : values256<true>(blk, sb, k, h);
+}
+template <bool HIGH = false>
 TACHYON_AVX2 inline __m256i values256(const q5_k_packed16& blk, int sb, int k, int h) {
     const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(&blk.qs[sb / 2][k][8 * h]));
     const __m256i l = sb % 2 == 0 ? v : _mm256_srli_epi16(v, 4);
@@ -308,20 +301,54 @@ TACHYON_AVX2 inline __m256i values256(const q5_k_packed16& blk, int sb, int k, i
     return _mm256_or_si256(_mm256_and_si256(l, _mm256_set1_epi8(0x0f)), _mm256_and_si256(hs, _mm256_set1_epi8(0x10)));
 }
 
+// Sub-block sb of block b for halves h0.. h0 + NH - 1 and NT tokens into
+// sumi; HIGH: sb is odd (q4_K's high nibbles).
+template <int NT, int NH, bool HIGH, class P>
+__attribute__((always_inline)) TACHYON_AVX2 inline void sub_block256(const P& blk, int sb, const block_q8_k* const* x, int64_t b, int h0,
+                                                                    __m256i (&sumi)[NH][NT]) {
+    constexpr int k_per_sum = std::is_same_v<P, q5_k_packed16> ? 4 : 8;
+    __m256i s16[NH][NT];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+        __m256i xb[NT];
+#pragma GCC unroll 4
+        for (int j = 0; j < NT; ++j) xb[j] = _mm256_set1_epi32(load_i32(x[j][b].qs + 32 * sb + 4 * k));
+#pragma GCC unroll 2
+        for (int hh = 0; hh < NH; ++hh) {
+            const __m256i q = values256<HIGH>(blk, sb, k, h0 + hh);
+#pragma GCC unroll 4
+            for (int j = 0; j < NT; ++j) {
+                const __m256i p = _mm256_maddubs_epi16(q, xb[j]);
+                s16[hh][j] = k % k_per_sum == 0 ? p : _mm256_add_epi16(s16[hh][j], p);
+                // keeps the sums a chain (a tree holds every product live and spills)
+                __asm__("" : "+x"(s16[hh][j]));
+            }
+        }
+        if ((k + 1) % k_per_sum != 0) continue;
+#pragma GCC unroll 2
+        for (int hh = 0; hh < NH; ++hh) {
+            const __m256i sc8 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&blk.scales[sb][8 * (h0 + hh)])));
+            const __m256i sc = _mm256_or_si256(sc8, _mm256_slli_epi32(sc8, 16));
+#pragma GCC unroll 4
+            for (int j = 0; j < NT; ++j) {
+                const __m256i v = _mm256_madd_epi16(s16[hh][j], sc);
+                sumi[hh][j] = sb == 0 && k + 1 == k_per_sum ? v : _mm256_add_epi32(sumi[hh][j], v);
+            }
+        }
+    }
+}
+
 // Halves h0.. h0 + NH - 1 (rows 8h..8h+7 each) of group w. Per sub-block
 // and token 8 maddubs summed in int16 (16 products of at most 15 * 127 per
-// lane, within int16) and one madd by the rows' scales (both int16 halves
-// of a lane); q5_K's values reach 31, so its int16 sums take 4 maddubs
-// each, 2 madds. Decode and 2-token passes take both halves at once
-// (NH = 2): each block's scales, mins and activations are read once for 16
-// rows, and the block streams in once, not once per half (Sapphire Rapids
-// at TACHYON_KERNELS=avx2, one thread, 2816 x 1024 in L2, us per matmul,
-// both halves / one: q4_K 1 token 54.2 / 72.9, 2 tokens 71.7 / 87.9; q5_K
-// 88.3 / 98.7; q6_K 88.4 / 103.9, 117.0 / 134.2).
+// lane) and one madd by the rows' scales; q5_K's values reach 31: 4 maddubs
+// a sum, 2 madds. Decode and 2-token passes take both halves at once (NH =
+// 2): a block's scales, mins and activations are read once for 16 rows
+// (Sapphire Rapids, TACHYON_KERNELS=avx2, 2816 x 1024 in L2, us, both
+// halves / one: q4_K 1 token 54.2 / 72.9, 2 tokens 71.7 / 87.9; q5_K 88.3
+// / 98.7; q6_K 88.4 / 103.9, 117.0 / 134.2).
 template <int NT, int NH, class P>
 __attribute__((noinline)) TACHYON_AVX2 void tokens256(const gemm_args& a, const P* w, int64_t nb, int h0, int64_t r, int64_t t, __m256i keep0,
                                                        __m256i keep1) {
-    constexpr int k_per_sum = std::is_same_v<P, q5_k_packed16> ? 4 : 8;
     const block_q8_k* x[NT];
     for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const block_q8_k*>(a.x + (t + j) * a.x_row_bytes);
     __m256 acc[NH][NT];
@@ -331,41 +358,16 @@ __attribute__((noinline)) TACHYON_AVX2 void tokens256(const gemm_args& a, const 
         const P& blk = w[b];
         const char* ahead = reinterpret_cast<const char*>(&blk) + prefetch_bytes<P>;
         __m256i sumi[NH][NT];
-        // Unrolled by 2, not 8: from memory (256 MiB, one token, one thread, Zen 5)
-        // q4_K read 28 GB/s -> 34-39 and q5_K 17-18 -> 24-25; the full unroll
-        // spilled. tokens512 keeps 8: there 2 lost in L2 (q5_K 66-74 -> 51).
-#pragma GCC unroll 2
-        for (int sb = 0; sb < 8; ++sb) {
+        // In pairs, low nibbles then high, each shift known when compiled (a
+        // loop over 8 tested the parity per register: q4_K in L2, 1 / 8 tokens,
+        // 37 / 194 -> 31 / 180 us). The full unroll spilled (from memory, q4_K
+        // 28 GB/s against 34-39); tokens512 keeps 8.
+#pragma GCC unroll 1
+        for (int sb = 0; sb < 8; sb += 2) {
             prefetch_sub_block<P>(ahead, sb);
-            __m256i s16[NH][NT];
-#pragma GCC unroll 8
-            for (int k = 0; k < 8; ++k) {
-                __m256i xb[NT];
-#pragma GCC unroll 4
-                for (int j = 0; j < NT; ++j) xb[j] = _mm256_set1_epi32(load_i32(x[j][b].qs + 32 * sb + 4 * k));
-#pragma GCC unroll 2
-                for (int hh = 0; hh < NH; ++hh) {
-                    const __m256i q = values256(blk, sb, k, h0 + hh);
-#pragma GCC unroll 4
-                    for (int j = 0; j < NT; ++j) {
-                        const __m256i p = _mm256_maddubs_epi16(q, xb[j]);
-                        s16[hh][j] = k % k_per_sum == 0 ? p : _mm256_add_epi16(s16[hh][j], p);
-                        // keeps the sums a chain (a tree holds every product live and spills)
-                        __asm__("" : "+x"(s16[hh][j]));
-                    }
-                }
-                if ((k + 1) % k_per_sum != 0) continue;
-#pragma GCC unroll 2
-                for (int hh = 0; hh < NH; ++hh) {
-                    const __m256i sc8 = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&blk.scales[sb][8 * (h0 + hh)])));
-                    const __m256i sc = _mm256_or_si256(sc8, _mm256_slli_epi32(sc8, 16));
-#pragma GCC unroll 4
-                    for (int j = 0; j < NT; ++j) {
-                        const __m256i v = _mm256_madd_epi16(s16[hh][j], sc);
-                        sumi[hh][j] = sb == 0 && k + 1 == k_per_sum ? v : _mm256_add_epi32(sumi[hh][j], v);
-                    }
-                }
-            }
+            sub_block256<NT, NH, false>(blk, sb, x, b, h0, sumi);
+            prefetch_sub_block<P>(ahead, sb + 1);
+            sub_block256<NT, NH, true>(blk, sb + 1, x, b, h0, sumi);
         }
 #pragma GCC unroll 4
         for (int j = 0; j < NT; ++j) {
