@@ -57,7 +57,8 @@ int32_t argmax(std::span<const float> logits, std::span<const uint8_t> allowed) 
     float best_v = -INFINITY;
     for (size_t i = 0; i < logits.size(); ++i) {
         if (!allowed.empty() && !allowed[i]) continue;
-        if (best < 0 || logits[i] > best_v) {
+        // a NaN first taken gives way to any number after it
+        if (best < 0 || logits[i] > best_v || (std::isnan(best_v) && !std::isnan(logits[i]))) {
             best = static_cast<int32_t>(i);
             best_v = logits[i];
         }
