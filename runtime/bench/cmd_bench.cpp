@@ -166,13 +166,18 @@ int bench_decode(const cli::parsed_args& args) {
     // Generation reads every weight once per step: set its rate against what
     // this machine reads from a buffer of the same size on as many threads.
     const uint64_t bytes_per_token = weight_bytes_per_token(e.get_model().file());
+    // and each stream's token its K and V so far (fp16), over the test's mean context
+    const double kv_elem = e.options().kv_f16 ? 2.0 : 4.0;
+    const double mean_ctx = static_cast<double>(d) + static_cast<double>(*n_gen + 1) / 2.0;
+    const auto kv_per_token = static_cast<uint64_t>(2.0 * kv_elem * hp.n_layer * static_cast<double>(hp.n_embd_kv()) * mean_ctx);
     double tg_gb_s = 0, bw_gb_s = 0;
     const series* tg = nullptr;
     for (const auto& r : results)
         if (r.name.rfind("tg", 0) == 0) tg = &r;
     if (tg != nullptr && !args.flag("no-bandwidth")) {
-        // Batched streams share each step's weight reads.
-        tg_gb_s = tg->mean() / static_cast<double>(*batch) * static_cast<double>(bytes_per_token) / 1e9;
+        // Batched streams share each step's weight reads, not their K/V.
+        tg_gb_s = (tg->mean() / static_cast<double>(*batch) * static_cast<double>(bytes_per_token) +
+                   tg->mean() * static_cast<double>(kv_per_token)) / 1e9;
         kernel_context bw_ctx(static_cast<int>(n_threads));
         bw_gb_s = measure_read_bandwidth(bw_ctx, bytes_per_token, 0.5).gb_per_s;
     }
@@ -182,7 +187,7 @@ int bench_decode(const cli::parsed_args& args) {
         std::ostringstream os;
         os << "{\"model\": \"" << path << "\", \"n_params_layers\": " << hp.n_layer << ", \"n_embd\": " << hp.n_embd
            << ", \"threads\": " << n_threads << ", \"batch\": " << *batch << ", \"kernels\": \"" << to_string(default_isa())
-           << "\", \"weight_bytes_per_token\": " << bytes_per_token;
+           << "\", \"weight_bytes_per_token\": " << bytes_per_token << ", \"kv_bytes_per_token\": " << kv_per_token;
         if (bw_gb_s > 0) os << ", \"tg_weight_gb_per_s\": " << tg_gb_s << ", \"read_bandwidth_gb_per_s\": " << bw_gb_s;
         os << ", \"tests\": [";
         for (size_t i = 0; i < results.size(); ++i) {
@@ -204,8 +209,11 @@ int bench_decode(const cli::parsed_args& args) {
     }
     std::printf("kernels: %s (TACHYON_KERNELS caps the level)\n", std::string(to_string(default_isa())).c_str());
     std::printf("weights read per token: %.1f MiB", static_cast<double>(bytes_per_token) / (1 << 20));
+    if (*n_gen > 0)
+        std::printf(", K/V %.1f MiB a stream (%s, %.0f positions on average)", static_cast<double>(kv_per_token) / (1 << 20),
+                    kv_elem == 2.0 ? "fp16" : "f32", mean_ctx);
     if (bw_gb_s > 0) {
-        std::printf("; %s reads them at %.1f GB/s = %.0f %% of this machine's read bandwidth at that size (%.1f GB/s, %lld threads)",
+        std::printf("; %s reads them at %.1f GB/s = %.0f %% of this machine's read bandwidth at the weights' size (%.1f GB/s, %lld threads)",
                     tg->name.c_str(), tg_gb_s, 100 * tg_gb_s / bw_gb_s, bw_gb_s, n_threads);
     }
     std::printf("\n");

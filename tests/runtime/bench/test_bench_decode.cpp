@@ -39,6 +39,12 @@ TEST_CASE("bench decode measures prompt and generation after -d tokens of contex
     CHECK(!tests.at(1)["tokens_per_s"].get(tg_rate));
     CHECK(pp_rate > 0);
     CHECK(tg_rate > 0);
+    // Each generated token reads its stream's K and V so far, fp16: 2 layers x
+    // 32 values (2 KV heads of 16) x K and V x 2 bytes x 104.5 positions on
+    // average (100 of depth, then 1 to 8).
+    uint64_t kv_bytes = 0;
+    CHECK(!doc["kv_bytes_per_token"].get(kv_bytes));
+    CHECK(kv_bytes == 26752);
 
     o = tachyon_cli({"bench", "decode", "-m", model, "-d", "-5"});
     CHECK(o.code != 0);
