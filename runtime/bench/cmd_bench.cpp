@@ -141,6 +141,7 @@ int bench_decode(const cli::parsed_args& args) {
     o.n_threads = static_cast<int>(*threads);
     o.max_batch_tokens = std::max<int>(512, static_cast<int>(*n_prompt));
     o.n_ctx = static_cast<int>(std::max<int64_t>(d + *n_prompt + 16, (d + *n_gen + 16) * *batch)) + 64;
+    o.kv_f16 = !args.flag("kv-f32");
     auto opened = engine::open(path, o);
     if (!opened) return fail(opened.err());
     engine& e = **opened;
@@ -293,6 +294,7 @@ cli::command_spec make_bench_decode_command() {
         {"batch", 'b', cli::option_kind::value, "B", "1", "concurrent generation streams (aggregate tokens/s)"},
         {"json", 0, cli::option_kind::flag, "", "", "print one JSON object"},
         {"no-bandwidth", 0, cli::option_kind::flag, "", "", "skip measuring the read bandwidth the tg rate is compared with"},
+        {"kv-f32", 0, cli::option_kind::flag, "", "", "hold the KV cache in f32 (default fp16: half the memory and the bytes attention reads)"},
     };
     c.run = bench_decode;
     return c;

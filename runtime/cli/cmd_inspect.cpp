@@ -105,9 +105,9 @@ int run_inspect(const cli::parsed_args& args) {
     int64_t n_vocab = 0;
     if (const gguf_tensor_info* e = f.find_tensor("token_embd.weight"); e && e->shape.size() == 2) n_vocab = e->shape[1];
     const int64_t n_ctx = *ctx_arg > 0 ? *ctx_arg : (n_ctx_train > 0 ? std::min<int64_t>(n_ctx_train, 4096) : 4096);
-    // The KV cache holds fp16 keys and values of every layer.
+    // The KV cache holds fp16 keys and values of every layer (f32 with --kv-f32).
     const uint64_t kv_bytes = static_cast<uint64_t>(n_layer) * static_cast<uint64_t>(n_ctx) * static_cast<uint64_t>(n_head_kv) *
-                              static_cast<uint64_t>(head_k + head_v) * 2;
+                              static_cast<uint64_t>(head_k + head_v) * (args.flag("kv-f32") ? 4 : 2);
 
     const std::string tok_model = string_or(f, "tokenizer.ggml.model");
     const std::string tok_pre = string_or(f, "tokenizer.ggml.pre", tok_model == "gpt2" ? "default" : "");
@@ -190,6 +190,7 @@ cli::command_spec make_inspect_command() {
     c.options = {
         {"json", 0, cli::option_kind::flag, "", "", "one JSON object instead of text"},
         {"ctx-size", 'c', cli::option_kind::value, "N", "0", "context for the memory estimate (0: the trained context, at most 4096)"},
+        {"kv-f32", 0, cli::option_kind::flag, "", "", "estimate an f32 KV cache (the engines' --kv-f32) instead of fp16"},
     };
     c.run = run_inspect;
     return c;

@@ -68,6 +68,7 @@ int mcp_serve_command(const cli::parsed_args& args) {
     so.tracer = *tracer;
     so.engine.n_threads = static_cast<int>(*threads);
     so.engine.n_ctx = static_cast<int>(*ctx);
+    so.engine.kv_f16 = !args.flag("kv-f32");
     agent_service service(so);
     // Models load now, so that a bad one fails here rather than at the first call.
     for (const auto& a : *agents) {
@@ -132,6 +133,7 @@ cli::command_spec make_mcp_serve_command() {
         {"max-calls", 0, cli::option_kind::value, "N", "4", "tool and agent calls running at once"},
         {"threads", 't', cli::option_kind::value, "N", "1", "inference threads per model"},
         {"ctx", 'c', cli::option_kind::value, "N", "16384", "KV positions per model"},
+        {"kv-f32", 0, cli::option_kind::flag, "", "", "hold the KV cache in f32 (default fp16: half the memory and the bytes attention reads)"},
         {"otlp-endpoint", 0, cli::option_kind::value, "URL", "", "export spans of calls and runs as OTLP/HTTP JSON to URL/v1/traces (else OTEL_EXPORTER_OTLP_ENDPOINT)"},
     };
     c.run = mcp_serve_command;

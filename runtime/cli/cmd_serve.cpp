@@ -73,6 +73,7 @@ int serve_command(const cli::parsed_args& args) {
     svc.tracer = *tracer;
     svc.engine.n_threads = static_cast<int>(*threads);
     svc.engine.n_ctx = static_cast<int>(*ctx);
+    svc.engine.kv_f16 = !args.flag("kv-f32");
 
     // A front end for a cluster: a --model that is a remote model object, or
     // --remote URL. Chat completions for its id and every agent run go there.
@@ -236,6 +237,7 @@ cli::command_spec make_serve_command() {
          "directory that path inputs of runs must resolve inside (none: path inputs are refused)"},
         {"threads", 't', cli::option_kind::value, "N", "1", "inference threads per model"},
         {"ctx", 'c', cli::option_kind::value, "N", "32768", "KV positions per model, all requests together"},
+        {"kv-f32", 0, cli::option_kind::flag, "", "", "hold the KV cache in f32 (default fp16: half the memory and the bytes attention reads)"},
         {"io-threads", 0, cli::option_kind::value, "N", "1", "HTTP event loop threads"},
         {"max-requests", 0, cli::option_kind::value, "N", "128", "chat completions in flight (more: 429)"},
         {"max-runs", 0, cli::option_kind::value, "N", "8", "agent runs in progress (more: 429)"},

@@ -90,6 +90,7 @@ int worker_command(const cli::parsed_args& args) {
     svc.tracer = *tracer;
     svc.engine.n_threads = static_cast<int>(*threads);
     svc.engine.n_ctx = static_cast<int>(*ctx);
+    svc.engine.kv_f16 = !args.flag("kv-f32");
     // A journal line is one round trip to the database, on the run's
     // thread: one event loop thread per concurrent run keeps the others going.
     svc.n_io_threads = o.concurrency;
@@ -143,6 +144,7 @@ cli::command_spec make_worker_command() {
         {"usage", 0, cli::option_kind::flag, "", "", "print what the runs take in the database (bytes per run) and exit"},
         {"threads", 't', cli::option_kind::value, "N", "1", "inference threads per model (0: automatic)"},
         {"ctx", 'c', cli::option_kind::value, "N", "32768", "KV positions per model, all runs together"},
+        {"kv-f32", 0, cli::option_kind::flag, "", "", "hold the KV cache in f32 (default fp16: half the memory and the bytes attention reads)"},
         {"otlp-endpoint", 0, cli::option_kind::value, "URL", "", "export the runs' spans as OTLP/HTTP JSON to URL/v1/traces (else OTEL_EXPORTER_OTLP_ENDPOINT)"},
     };
     c.run = worker_command;

@@ -12,6 +12,7 @@ result<model> model::open(const std::string& path, const model_options& options)
     engine_options eo;
     eo.n_threads = std::max(1, options.n_threads);
     eo.n_ctx = options.n_ctx;
+    eo.kv_f16 = !options.kv_f32;
     auto host = model_host::open(path, eo, options.chat_format);
     if (!host) return to_public(host.err());
     return model_access::make(std::move(host).value());

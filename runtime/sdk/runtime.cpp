@@ -80,6 +80,7 @@ service_options to_service_options(const runtime_options& o) {
     service_options so;
     so.engine.n_threads = std::max(1, o.n_threads);
     so.engine.n_ctx = o.n_ctx;
+    so.engine.kv_f16 = !o.kv_f32;
     so.n_io_threads = std::max(1, o.n_io_threads);
     so.n_tool_threads = std::max(1, o.n_tool_threads);
     // A runtime has no error path: bad tracing settings are logged and leave tracing off.

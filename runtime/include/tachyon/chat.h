@@ -48,6 +48,7 @@ struct model_options {
     int n_threads = 1;          // inference threads
     int n_ctx = 4096;           // KV positions, all chats at once together
     std::string chat_format;    // "chatml", "llama3", or empty: from the model's template
+    bool kv_f32 = false;        // hold the KV cache in f32 (default fp16: half the memory and the bytes attention reads)
 };
 
 // A GGUF model with its tokenizer, chat template and engine thread. Copies

@@ -38,6 +38,7 @@ struct runtime_options {
     // spans) as OTLP/HTTP JSON to {otlp_endpoint}/v1/traces; empty: as the
     // standard OTEL_EXPORTER_OTLP_* variables say (off when none is set).
     std::string otlp_endpoint;
+    bool kv_f32 = false;     // hold the KV cache in f32 (default fp16: half the memory and the bytes attention reads)
 };
 
 // How one run goes. The overlap switches are all on by default.

@@ -45,6 +45,13 @@ TEST_CASE("bench decode measures prompt and generation after -d tokens of contex
     uint64_t kv_bytes = 0;
     CHECK(!doc["kv_bytes_per_token"].get(kv_bytes));
     CHECK(kv_bytes == 26752);
+    // --kv-f32: twice that
+    o = tachyon_cli({"bench", "decode", "-m", model, "-p", "0", "-n", "8", "-d", "100", "-r", "1", "-t", "1", "--no-bandwidth", "--json", "--kv-f32"});
+    REQUIRE_MESSAGE(o.code == 0, o.err);
+    simdjson::dom::element doc32;
+    REQUIRE(!parser.parse(simdjson::padded_string(o.out)).get(doc32));
+    CHECK(!doc32["kv_bytes_per_token"].get(kv_bytes));
+    CHECK(kv_bytes == 2 * 26752);
 
     o = tachyon_cli({"bench", "decode", "-m", model, "-d", "-5"});
     CHECK(o.code != 0);

@@ -34,6 +34,9 @@ TEST_CASE("inspect --json describes the shipped model: architecture, shapes, cen
     CHECK(o.out.find("\"chat_format\": \"chatml\"") != std::string::npos);
     // 4 layers x 1024 positions x 2 KV heads x (32 + 32) dims x 2 bytes (fp16)
     CHECK(o.out.find("\"kv_bytes\": 1048576") != std::string::npos);
+    // an f32 cache (the engines' --kv-f32): twice that
+    const auto o32 = tachyon_cli({"inspect", shipped, "--json", "--ctx-size", "1024", "--kv-f32"});
+    CHECK(o32.out.find("\"kv_bytes\": 2097152") != std::string::npos);
     CHECK(o.out.find("\"supported\": true") != std::string::npos);
 }
 
