@@ -24,30 +24,26 @@ std::array<uint32_t, 5> chunk_key(const kv_cache& kv, int layer, std::span<const
     return key;
 }
 
+// base(block) + off for every block of a sequence, into `out`.
+template <class T, class Base>
+const T* const* block_bases(std::span<const int> blocks, size_t off, std::vector<const T*>& out, const Base& base) {
+    out.resize(blocks.size());
+    for (size_t b = 0; b < blocks.size(); ++b) out[b] = base(blocks[b]) + off;
+    return out.data();
+}
+
 // Points `a` at the K and V blocks of KV head g of a sequence (`blocks`,
 // layer il), in the vectors of the cache's element type.
 void bind_blocks(const kv_cache& kv, int il, std::span<const int> blocks, int g, int hd, attention_args& a, std::vector<const float*>& k,
                  std::vector<const float*>& v, std::vector<const uint16_t*>& k16, std::vector<const uint16_t*>& v16) {
     const size_t k_off = static_cast<size_t>(g) * hd * kv.config().block_size, v_off = static_cast<size_t>(g) * hd;
     if (kv.config().f16) {
-        k16.resize(blocks.size());
-        v16.resize(blocks.size());
-        for (size_t b = 0; b < blocks.size(); ++b) {
-            k16[b] = kv.k_block16(il, blocks[b]) + k_off;
-            v16[b] = kv.v_block16(il, blocks[b]) + v_off;
-        }
-        a.k16 = k16.data();
-        a.v16 = v16.data();
-        return;
+        a.k16 = block_bases(blocks, k_off, k16, [&](int b) { return kv.k_block16(il, b); });
+        a.v16 = block_bases(blocks, v_off, v16, [&](int b) { return kv.v_block16(il, b); });
+    } else {
+        a.k = block_bases(blocks, k_off, k, [&](int b) { return kv.k_block(il, b); });
+        a.v = block_bases(blocks, v_off, v, [&](int b) { return kv.v_block(il, b); });
     }
-    k.resize(blocks.size());
-    v.resize(blocks.size());
-    for (size_t b = 0; b < blocks.size(); ++b) {
-        k[b] = kv.k_block(il, blocks[b]) + k_off;
-        v[b] = kv.v_block(il, blocks[b]) + v_off;
-    }
-    a.k = k.data();
-    a.v = v.data();
 }
 
 }  // namespace

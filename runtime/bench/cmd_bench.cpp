@@ -168,7 +168,8 @@ int bench_decode(const cli::parsed_args& args) {
     // this machine reads from a buffer of the same size on as many threads.
     const uint64_t bytes_per_token = weight_bytes_per_token(e.get_model().file());
     // and each stream's token its K and V so far (fp16), over the test's mean context
-    const double kv_elem = e.options().kv_f16 ? 2.0 : 4.0;
+    const bool kv_f16 = e.options().kv_f16;
+    const double kv_elem = kv_f16 ? 2.0 : 4.0;
     const double mean_ctx = static_cast<double>(d) + static_cast<double>(*n_gen + 1) / 2.0;
     const auto kv_per_token = static_cast<uint64_t>(2.0 * kv_elem * hp.n_layer * static_cast<double>(hp.n_embd_kv()) * mean_ctx);
     double tg_gb_s = 0, bw_gb_s = 0;
@@ -212,7 +213,7 @@ int bench_decode(const cli::parsed_args& args) {
     std::printf("weights read per token: %.1f MiB", static_cast<double>(bytes_per_token) / (1 << 20));
     if (*n_gen > 0)
         std::printf(", K/V %.1f MiB a stream (%s, %.0f positions on average)", static_cast<double>(kv_per_token) / (1 << 20),
-                    kv_elem == 2.0 ? "fp16" : "f32", mean_ctx);
+                    kv_f16 ? "fp16" : "f32", mean_ctx);
     if (bw_gb_s > 0) {
         std::printf("; %s reads them at %.1f GB/s = %.0f %% of this machine's read bandwidth at the weights' size (%.1f GB/s, %lld threads)",
                     tg->name.c_str(), tg_gb_s, 100 * tg_gb_s / bw_gb_s, bw_gb_s, n_threads);
