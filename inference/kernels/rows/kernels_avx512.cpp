@@ -188,9 +188,18 @@ struct rows_by_broadcast {
     // Fewer than 4 tokens split the columns over KS sets of sums, so that
     // at least 8 multiply-add chains are in flight (n_cols is a multiple
     // of 16).
-    template <int NT, class P>
+    // Stream: the weights are packed panels read once for these tokens
+    // (decode of a few sequences), and each column's lines are asked for
+    // float_prefetch_bytes ahead into L2. With 2 to 8 tokens the hardware
+    // prefetcher alone left the loads waiting (Zen 5, one thread, the 220M
+    // shape's f16 matrices in layer order, 422 MiB, alternating: 2 tokens
+    // 22 -> 29-31 GB/s, 4 tokens 21-22 -> 29-34, 8 tokens 14 -> 20-26);
+    // one token streamed as fast or faster without (31-36 against 29 GB/s),
+    // so all_tokens does not ask for it there.
+    template <int NT, class P, bool Stream = false>
     TACHYON_AVX512 static void tokens(const gemm_args& a, const typename P::elem* wt, int64_t r, int64_t t) {
         constexpr int KS = NT >= 4 ? 1 : 4 / NT;
+        constexpr int64_t lines = rm * static_cast<int64_t>(sizeof(typename P::elem)) / 64;  // a column's cache lines
         const float* x[NT];
         for (int j = 0; j < NT; ++j) x[j] = reinterpret_cast<const float*>(a.x + (t + j) * a.x_row_bytes);
         __m512 lo[KS][NT], hi[KS][NT];
@@ -201,6 +210,8 @@ struct rows_by_broadcast {
         for (int64_t k = 0; k < a.n_cols; k += KS) {
 #pragma GCC unroll 4
             for (int s = 0; s < KS; ++s) {
+                if constexpr (Stream)
+                    for (int64_t l = 0; l < lines; ++l) prefetch_l2(reinterpret_cast<const char*>(wt + (k + s) * rm) + 64 * l, float_prefetch_bytes);
                 const __m512 w0 = P::load16(wt + (k + s) * rm), w1 = P::load16(wt + (k + s) * rm + 16);
 #pragma GCC unroll 16
                 for (int j = 0; j < NT; ++j) {
@@ -223,18 +234,18 @@ struct rows_by_broadcast {
     }
 
     // Tokens [t0, t1) against the 32 rows at wt.
-    template <class P>
+    template <class P, bool Stream = false>
     TACHYON_AVX512 static void all_tokens(const gemm_args& a, const typename P::elem* wt, int64_t r, int64_t t0, int64_t t1) {
         int64_t t = t0;
-        for (; t + nt <= t1; t += nt) tokens<nt, P>(a, wt, r, t);
+        for (; t + nt <= t1; t += nt) tokens<nt, P, Stream>(a, wt, r, t);
         switch (t1 - t) {
-            case 1: tokens<1, P>(a, wt, r, t); break;
-            case 2: tokens<2, P>(a, wt, r, t); break;
-            case 3: tokens<3, P>(a, wt, r, t); break;
-            case 4: tokens<4, P>(a, wt, r, t); break;
-            case 5: tokens<5, P>(a, wt, r, t); break;
-            case 6: tokens<6, P>(a, wt, r, t); break;
-            case 7: tokens<7, P>(a, wt, r, t); break;
+            case 1: tokens<1, P, false>(a, wt, r, t); break;  // Stream: see tokens
+            case 2: tokens<2, P, Stream>(a, wt, r, t); break;
+            case 3: tokens<3, P, Stream>(a, wt, r, t); break;
+            case 4: tokens<4, P, Stream>(a, wt, r, t); break;
+            case 5: tokens<5, P, Stream>(a, wt, r, t); break;
+            case 6: tokens<6, P, Stream>(a, wt, r, t); break;
+            case 7: tokens<7, P, Stream>(a, wt, r, t); break;
             default: break;
         }
     }
@@ -277,7 +288,11 @@ struct rows_by_broadcast {
         const auto* panels = reinterpret_cast<const elem*>(a.panels);
         const int64_t r_end = r0 + (r1 - r0) / rm * rm;
         if (std::is_same_v<L, load16_f32> || a.n_tokens < min_tokens_convert) {
-            for (int64_t r = r0; r < r_end; r += rm) all_tokens<L>(a, panels + r * a.n_cols, r, 0, a.n_tokens);
+            const bool stream = a.n_tokens <= max_stream_tokens;
+            for (int64_t r = r0; r < r_end; r += rm) {
+                if (stream) all_tokens<L, true>(a, panels + r * a.n_cols, r, 0, a.n_tokens);
+                else all_tokens<L>(a, panels + r * a.n_cols, r, 0, a.n_tokens);
+            }
             return r_end;
         }
         through_buffer(a, r0, r_end, [&](int64_t r, float* wt) TACHYON_AVX512 {
