@@ -268,13 +268,15 @@ using detail::hsum16;
 // register, so a row's scores for a block take HD multiply-adds with the
 // query value broadcast from memory, and each K^T row loaded serves all R
 // rows; the rows' maxima are kept on the way. Each row's scores then become
-// e^(s - max) in one pass that also sums them. The weighted sum of V runs PR
-// rows per pass, their HD / 16 accumulators each in registers (at most 16 of
-// the 32), and is divided by the row's sum at the end (HD divisions, not
-// one per position).
+// e^(s - max) in one pass that also sums them. The weighted sum of V runs
+// over the dimensions in chunks of 16 NC, all R rows' sums of a chunk in
+// registers (at most 24 of the 32), and is divided by the row's sum at the
+// end (HD divisions, not one per position).
 template <class T, int HD, int R>
 TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_row* rows) {
-    constexpr int BS = 16, NV = HD / 16, PR = (16 / NV) < R ? (16 / NV) : R;
+    // NC: registers of a row's sums per chunk of V, at most 24 sums in all (a power of two dividing NV)
+    constexpr int BS = 16, NV = HD / 16, NC_max = 24 / R < NV ? 24 / R : NV;
+    constexpr int NC = NC_max >= 8 ? 8 : NC_max >= 4 ? 4 : NC_max >= 2 ? 2 : 1;
     alignas(64) float q[R][HD];
     int n_max = 0;
     for (int r = 0; r < R; ++r) {
@@ -352,34 +354,41 @@ TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_
         inv_sum[r] = 1.0f / hsum16(sum);
         std::fill(x + n, x + n_max, 0.0f);
     }
-    for (int r0 = 0; r0 < R; r0 += PR) {
-        const int nr = std::min(PR, R - r0);
-        int n_pass = 0;
-        for (int r = r0; r < r0 + nr; ++r) n_pass = std::max(n_pass, rows[r].n_pos);
-        __m512 acc[PR][NV];
-        for (int r = 0; r < PR; ++r)
-            for (int k = 0; k < NV; ++k) acc[r][k] = _mm512_setzero_ps();
+    // The weighted sum of V a chunk of dimensions at a time, every row's
+    // sums of the chunk in registers: each V value is widened once for all
+    // R rows. Passes of a few rows over whole V rows widened each row again
+    // in every pass, a conversion for every two multiply-adds at head size
+    // 128 and 8 rows.
+    for (int c0 = 0; c0 < NV; c0 += NC) {
+        __m512 acc[R][NC];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+            for (int k = 0; k < NC; ++k) acc[r][k] = _mm512_setzero_ps();
         j = 0;
-        const int n_pass_blocks = (n_pass + BS - 1) / BS;
-        for (int b = 0; j < n_pass; ++b) {
-            const T* vb = v_blocks<T>(a)[b];
-            const T* ahead = v_blocks<T>(a)[std::min(b + blocks_ahead<R>, n_pass_blocks - 1)];
-            const int n = std::min(BS, n_pass - j);
+        for (int b = 0; j < n_max; ++b) {
+            const T* vb = v_blocks<T>(a)[b] + 16 * c0;
+            const T* ahead = v_blocks<T>(a)[std::min(b + blocks_ahead<R>, n_blocks - 1)];
+            const int n = std::min(BS, n_max - j);
             for (int i = 0; i < n; ++i, ++j) {
                 const T* v = vb + static_cast<int64_t>(i) * a.stride;
-                if (a.stream) prefetch_row<HD>(ahead + static_cast<int64_t>(i) * a.stride);
-                __m512 vk[NV];
-                for (int k = 0; k < NV; ++k) vk[k] = load16(v + 16 * k);
-                for (int r = 0; r < PR; ++r) {
-                    if (r >= nr) break;
-                    const __m512 p = _mm512_set1_ps(rows[r0 + r].scores[j]);
-                    for (int k = 0; k < NV; ++k) acc[r][k] = _mm512_fmadd_ps(p, vk[k], acc[r][k]);
+                if (a.stream && c0 == 0) prefetch_row<HD>(ahead + static_cast<int64_t>(i) * a.stride);
+                __m512 vk[NC];
+#pragma GCC unroll 8
+                for (int k = 0; k < NC; ++k) vk[k] = load16(v + 16 * k);
+#pragma GCC unroll 8
+                for (int r = 0; r < R; ++r) {
+                    const __m512 p = _mm512_set1_ps(rows[r].scores[j]);
+#pragma GCC unroll 8
+                    for (int k = 0; k < NC; ++k) acc[r][k] = _mm512_fmadd_ps(p, vk[k], acc[r][k]);
                 }
             }
         }
-        for (int r = 0; r < nr; ++r) {
-            const __m512 inv = _mm512_set1_ps(inv_sum[r0 + r]);
-            for (int k = 0; k < NV; ++k) _mm512_storeu_ps(rows[r0 + r].out + 16 * k, _mm512_mul_ps(acc[r][k], inv));
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            const __m512 inv = _mm512_set1_ps(inv_sum[r]);
+#pragma GCC unroll 8
+            for (int k = 0; k < NC; ++k) _mm512_storeu_ps(rows[r].out + 16 * (c0 + k), _mm512_mul_ps(acc[r][k], inv));
         }
     }
 }
