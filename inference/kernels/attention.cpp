@@ -214,37 +214,42 @@ void attend_rows_avx2(const attention_args& a, const attention_row* rows, kernel
         softmax(rows[r].scores, rows[r].n_pos, isa);
         std::fill(rows[r].scores + rows[r].n_pos, rows[r].scores + n_max, 0.0f);
     }
-    // out_r = Σ_j p_r[j] v_j, two rows per pass so the accumulators stay in registers.
-    for (int r0 = 0; r0 < R; r0 += 2) {
-        const int nr = std::min(2, R - r0);
-        __m256 acc[2][NV];
-        for (int r = 0; r < 2; ++r)
-            for (int k = 0; k < NV; ++k) acc[r][k] = _mm256_setzero_ps();
-        const int n_pass = nr == 2 ? std::max(rows[r0].n_pos, rows[r0 + 1].n_pos) : rows[r0].n_pos;
+    // out_r = Σ_j p_r[j] v_j a chunk of 8 NC dimensions at a time, every
+    // row's sums of the chunk in registers (at most 8 of the 16) and each V
+    // value widened once for all rows. Passes of two rows over whole V rows
+    // kept 2 HD / 8 sums, which at head size 64 and up no longer fit the
+    // registers, and widened each V row again in every pass.
+    constexpr int NC_max = 8 / R < NV ? 8 / R : NV;
+    constexpr int NC = NC_max >= 4 ? 4 : NC_max >= 2 ? 2 : 1;
+    for (int c0 = 0; c0 < NV; c0 += NC) {
+        __m256 acc[R][NC];
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+            for (int k = 0; k < NC; ++k) acc[r][k] = _mm256_setzero_ps();
         j = 0;
-        const int n_pass_blocks = (n_pass + BS - 1) / BS;
-        for (int b = 0; j < n_pass; ++b) {
-            const T* vb = v_blocks<T>(a)[b];
-            const T* ahead = v_blocks<T>(a)[std::min(b + blocks_ahead<R>, n_pass_blocks - 1)];
-            const int n = std::min(BS, n_pass - j);
+        for (int b = 0; j < n_max; ++b) {
+            const T* vb = v_blocks<T>(a)[b] + 8 * c0;
+            const T* ahead = v_blocks<T>(a)[std::min(b + blocks_ahead<R>, n_blocks - 1)];
+            const int n = std::min(BS, n_max - j);
             for (int i = 0; i < n; ++i, ++j) {
                 const T* v = vb + static_cast<int64_t>(i) * a.stride;
-                if (a.stream) prefetch_row<HD>(ahead + static_cast<int64_t>(i) * a.stride);
-                const __m256 p0 = _mm256_broadcast_ss(rows[r0].scores + j);
-                if (nr == 2) {
-                    const __m256 p1 = _mm256_broadcast_ss(rows[r0 + 1].scores + j);
-                    for (int k = 0; k < NV; ++k) {
-                        const __m256 vk = load8(v + 8 * k);
-                        acc[0][k] = _mm256_fmadd_ps(p0, vk, acc[0][k]);
-                        acc[1][k] = _mm256_fmadd_ps(p1, vk, acc[1][k]);
-                    }
-                } else {
-                    for (int k = 0; k < NV; ++k) acc[0][k] = _mm256_fmadd_ps(p0, load8(v + 8 * k), acc[0][k]);
+                if (a.stream && c0 == 0) prefetch_row<HD>(ahead + static_cast<int64_t>(i) * a.stride);
+                __m256 vk[NC];
+#pragma GCC unroll 4
+                for (int k = 0; k < NC; ++k) vk[k] = load8(v + 8 * k);
+#pragma GCC unroll 4
+                for (int r = 0; r < R; ++r) {
+                    const __m256 p = _mm256_broadcast_ss(rows[r].scores + j);
+#pragma GCC unroll 4
+                    for (int k = 0; k < NC; ++k) acc[r][k] = _mm256_fmadd_ps(p, vk[k], acc[r][k]);
                 }
             }
         }
-        for (int r = 0; r < nr; ++r)
-            for (int k = 0; k < NV; ++k) _mm256_storeu_ps(rows[r0 + r].out + 8 * k, acc[r][k]);
+#pragma GCC unroll 4
+        for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+            for (int k = 0; k < NC; ++k) _mm256_storeu_ps(rows[r].out + 8 * (c0 + k), acc[r][k]);
     }
 }
 
@@ -508,6 +513,7 @@ void attend_rows_t(const attention_args& shared, const attention_row* rows, int 
             case 16: done = attend_rows_hd<T, 16>(shared, rows, n_rows, isa); break;
             case 32: done = attend_rows_hd<T, 32>(shared, rows, n_rows, isa); break;
             case 64: done = attend_rows_hd<T, 64>(shared, rows, n_rows, isa); break;
+            case 128: done = attend_rows_hd<T, 128>(shared, rows, n_rows, isa); break;
             default: break;
         }
         if (done) return;
