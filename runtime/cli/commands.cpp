@@ -18,6 +18,7 @@ cli::command_spec make_bench_agents_command();
 cli::command_spec make_bench_synth_model_command();
 cli::command_spec make_bench_memory_command();
 cli::command_spec make_bench_matmul_command();
+cli::command_spec make_bench_attention_command();
 cli::command_spec make_bench_constraint_command();
 cli::command_spec make_bench_logs_command();
 cli::command_spec make_bench_queue_command();
@@ -44,6 +45,7 @@ std::vector<cli::command_spec> all_commands() {
     out.push_back(make_bench_synth_model_command());
     out.push_back(make_bench_memory_command());
     out.push_back(make_bench_matmul_command());
+    out.push_back(make_bench_attention_command());
     out.push_back(make_bench_constraint_command());
     out.push_back(make_bench_logs_command());
     out.push_back(make_bench_queue_command());
