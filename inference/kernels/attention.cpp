@@ -65,6 +65,14 @@ TACHYON_AVX512 inline __m512 load16(const uint16_t* p) { return _mm512_cvtph_ps(
 template <int R>
 constexpr int blocks_ahead = R >= 4 ? 4 : 8;
 
+// Registers of a row's sums in a chunk of V's dimensions when R rows share
+// `budget` registers: the largest power of two (at most 8) within both
+// budget / R and nv, a row's registers for all HD dimensions.
+constexpr int sums_per_chunk(int budget, int rows, int nv) {
+    const int most = std::min(budget / rows, nv);
+    return most >= 8 ? 8 : most >= 4 ? 4 : most >= 2 ? 2 : 1;
+}
+
 // One V row of HD values into L2.
 template <int HD, class T>
 inline void prefetch_row(const T* p) {
@@ -219,8 +227,7 @@ void attend_rows_avx2(const attention_args& a, const attention_row* rows, kernel
     // value widened once for all rows. Passes of two rows over whole V rows
     // kept 2 HD / 8 sums, which at head size 64 and up no longer fit the
     // registers, and widened each V row again in every pass.
-    constexpr int NC_max = 8 / R < NV ? 8 / R : NV;
-    constexpr int NC = NC_max >= 4 ? 4 : NC_max >= 2 ? 2 : 1;
+    constexpr int NC = sums_per_chunk(8, R, NV);
     for (int c0 = 0; c0 < NV; c0 += NC) {
         __m256 acc[R][NC];
 #pragma GCC unroll 4
@@ -279,9 +286,7 @@ using detail::hsum16;
 // end (HD divisions, not one per position).
 template <class T, int HD, int R>
 TACHYON_AVX512 void attend_rows_avx512(const attention_args& a, const attention_row* rows) {
-    // NC: registers of a row's sums per chunk of V, at most 24 sums in all (a power of two dividing NV)
-    constexpr int BS = 16, NV = HD / 16, NC_max = 24 / R < NV ? 24 / R : NV;
-    constexpr int NC = NC_max >= 8 ? 8 : NC_max >= 4 ? 4 : NC_max >= 2 ? 2 : 1;
+    constexpr int BS = 16, NV = HD / 16, NC = sums_per_chunk(24, R, NV);
     alignas(64) float q[R][HD];
     int n_max = 0;
     for (int r = 0; r < R; ++r) {

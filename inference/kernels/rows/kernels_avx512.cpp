@@ -190,12 +190,13 @@ struct rows_by_broadcast {
     // of 16).
     // Stream: the weights are packed panels read once for these tokens
     // (decode of a few sequences), and each column's lines are asked for
-    // float_prefetch_bytes ahead into L2. With 2 to 8 tokens the hardware
+    // float_prefetch_bytes ahead into L2. With 4 and 8 tokens the hardware
     // prefetcher alone left the loads waiting (Zen 5, one thread, the 220M
-    // shape's f16 matrices in layer order, 422 MiB, alternating: 2 tokens
-    // 22 -> 29-31 GB/s, 4 tokens 21-22 -> 29-34, 8 tokens 14 -> 20-26);
-    // one token streamed as fast or faster without (31-36 against 29 GB/s),
-    // so all_tokens does not ask for it there.
+    // shape's f16 matrices in layer order, 422 MiB, five alternating rounds:
+    // 4 tokens 22.2-24.9 -> 33.5-35.4 GB/s, 8 tokens 14.2-14.9 -> 22.8-24.0,
+    // 2 tokens within noise); one token streamed faster without (`tachyon
+    // bench matmul --type f16 --tokens 1 --mib 256`: 40-42 against 28-29
+    // GB/s), so all_tokens does not ask for it there.
     template <int NT, class P, bool Stream = false>
     TACHYON_AVX512 static void tokens(const gemm_args& a, const typename P::elem* wt, int64_t r, int64_t t) {
         constexpr int KS = NT >= 4 ? 1 : 4 / NT;
