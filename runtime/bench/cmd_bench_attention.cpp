@@ -26,23 +26,6 @@ struct attention_sample {
     double gfma_per_s = 0;   // multiply-adds of q·k and p·v, best pass
 };
 
-// "1,4,8" as row counts in 1..max_attention_rows.
-result<std::vector<int>> attention_row_counts(const std::string& text) {
-    std::vector<int> out;
-    std::stringstream ss(text);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        char* end = nullptr;
-        const long v = std::strtol(item.c_str(), &end, 10);
-        if (item.empty() || *end != '\0' || v < 1 || v > max_attention_rows)
-            return make_error(errc::invalid_argument, "--rows: '" + item + "' is not a number in 1.." + std::to_string(max_attention_rows) +
-                                                          " (expected a list such as 1,4,8)");
-        out.push_back(static_cast<int>(v));
-    }
-    if (out.empty()) return make_error(errc::invalid_argument, "--rows: empty list");
-    return out;
-}
-
 int bench_attention(const cli::parsed_args& args) {
     auto fail = [](const std::string& m) {
         std::cerr << "tachyon bench attention: " << m << "\n";
@@ -54,7 +37,7 @@ int bench_attention(const cli::parsed_args& args) {
     auto positions = args.get_int("positions");
     if (!positions) return fail(positions.err().message);
     if (*positions < 1 || *positions > (1 << 20)) return fail("--positions must be in 1..1048576");
-    auto counts = attention_row_counts(*args.get("rows"));
+    auto counts = cli::int_list(*args.get("rows"), "--rows", max_attention_rows, "1,4,8");
     if (!counts) return fail(counts.err().message);
     const std::string kv = *args.get("kv");
     if (kv != "f16" && kv != "f32") return fail("--kv must be f16 or f32; got '" + kv + "'");

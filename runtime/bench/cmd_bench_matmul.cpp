@@ -32,22 +32,6 @@ std::string type_names() {
     return s;
 }
 
-result<std::vector<int>> int_list(const std::string& text, const char* option, int max) {
-    std::vector<int> out;
-    std::stringstream ss(text);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        char* end = nullptr;
-        const long v = std::strtol(item.c_str(), &end, 10);
-        if (item.empty() || *end != '\0' || v < 1 || v > max)
-            return make_error(errc::invalid_argument, std::string(option) + ": '" + item + "' is not a number in 1.." + std::to_string(max) +
-                                                          " (expected a list such as 1,2)");
-        out.push_back(static_cast<int>(v));
-    }
-    if (out.empty()) return make_error(errc::invalid_argument, std::string(option) + ": empty list");
-    return out;
-}
-
 void put_half(std::byte* p, float v) {
     const uint16_t h = fp32_to_fp16(v);
     std::memcpy(p, &h, 2);
@@ -135,9 +119,9 @@ int bench_matmul(const cli::parsed_args& args) {
         for (unsigned t = 1; t <= hw; t *= 2) t_text += (t_text.empty() ? "" : ",") + std::to_string(t);
         if (hw & (hw - 1)) t_text += "," + std::to_string(hw);
     }
-    auto threads = int_list(t_text, "-t", 256);
+    auto threads = cli::int_list(t_text, "-t", 256, "1,2");
     if (!threads) return fail(threads.err().message);
-    auto tokens = int_list(*args.get("tokens"), "--tokens", 256);
+    auto tokens = cli::int_list(*args.get("tokens"), "--tokens", 256, "1,2");
     if (!tokens) return fail(tokens.err().message);
 
     // Enough copies of the matrix to fill --mib, multiplied one after the

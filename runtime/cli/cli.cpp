@@ -296,4 +296,20 @@ result<std::map<std::string, std::string>> key_values(const std::vector<std::str
     return out;
 }
 
+result<std::vector<int>> int_list(std::string_view text, std::string_view option, int max, std::string_view example) {
+    std::vector<int> out;
+    std::stringstream ss{std::string(text)};
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        char* end = nullptr;
+        const long v = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || v < 1 || v > max)
+            return make_error(errc::invalid_argument, std::string(option) + ": '" + item + "' is not a number in 1.." + std::to_string(max) +
+                                                          " (expected a list such as " + std::string(example) + ")");
+        out.push_back(static_cast<int>(v));
+    }
+    if (out.empty()) return make_error(errc::invalid_argument, std::string(option) + ": empty list");
+    return out;
+}
+
 }  // namespace tachyon::cli

@@ -97,6 +97,11 @@ result<parsed_args> parse(std::span<const command_spec> commands, std::span<cons
 // '=' is an error naming `option` and the item.
 result<std::map<std::string, std::string>> key_values(const std::vector<std::string>& given, std::string_view option);
 
+// A comma-separated list of whole numbers in 1..max (`--tokens 1,2,4`); an
+// empty list or an item that is not such a number is an error naming
+// `option`, the item and, as what was expected, `example`.
+result<std::vector<int>> int_list(std::string_view text, std::string_view option, int max, std::string_view example);
+
 std::string overview_help(std::span<const command_spec> commands);
 std::string command_help(const command_spec& command);
 
