@@ -256,7 +256,7 @@ void decoder_model::dequantize_all() {
 // and the verification of drafts then multiply without transposes or
 // horizontal sums. Larger float models are packed only where the kernels
 // then read nothing else (the AVX-512 level below AMX): elsewhere a second
-// copy would only add to what is read and held. q4_K, q5_K, q6_K and
+// copy would only add to what is read and held. q2_K to q6_K and
 // iq4_xs matrices are packed at every size (AVX2 and up), q4_0, iq4_nl,
 // q5_0 and q8_0 at the AVX-512 level, and the kernels read nothing else
 // (panels_replace_weights), so the mapping's pages of them then go and the

@@ -519,7 +519,10 @@ bool on_rows16_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
     return packs_rows16(weight) && rows16_level(weight, isa) && isa < kernel_isa::avx512 && n_tokens >= rows16_min_tokens_tiles;
 }
 
+// q2_K and q3_K have no AMX tiles: every batch of them reads the panels
+// through the AVX-512 packed kernels there.
 bool on_amx_tiles(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
+    if (weight == tensor_type::q2_k || weight == tensor_type::q3_k) return false;
     return packs_quantized(weight) && isa == kernel_isa::amx &&
            n_tokens >= (weight == tensor_type::q6_k ? amx_q6_k_min_tokens : amx_k_min_tokens);
 }
@@ -563,7 +566,8 @@ bool reads_packed(tensor_type weight, kernel_isa isa, int64_t n_tokens) {
 
 bool packs_quantized(tensor_type weight) {
     if (packs_rows16(weight)) return rows16_level(weight, default_isa());
-    return weight == tensor_type::q4_k || weight == tensor_type::q5_k || weight == tensor_type::q6_k || weight == tensor_type::iq4_xs;
+    return weight == tensor_type::q2_k || weight == tensor_type::q3_k || weight == tensor_type::q4_k || weight == tensor_type::q5_k ||
+           weight == tensor_type::q6_k || weight == tensor_type::iq4_xs;
 }
 
 bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols) {
@@ -609,6 +613,8 @@ size_t panels_bytes(tensor_type weight, int64_t n_rows, int64_t n_cols) {
     if (!panels_pay(weight, n_rows, n_cols)) return 0;
     if (packs_rows16(weight)) return detail::packed16_bytes(weight, n_rows, n_cols);
     switch (weight) {
+        case tensor_type::q2_k:
+        case tensor_type::q3_k: return detail::q23_k_packed_bytes(weight, n_rows, n_cols);
         case tensor_type::q4_k: return detail::q4_k_packed_bytes(n_rows, n_cols);
         case tensor_type::q5_k: return detail::q5_k_packed_bytes(n_rows, n_cols);
         case tensor_type::q6_k: return detail::q6_k_packed_bytes(n_rows, n_cols);
@@ -627,6 +633,8 @@ void pack_panels_into(tensor_type weight, const void* w, int64_t n_rows, int64_t
         return;
     }
     switch (weight) {
+        case tensor_type::q2_k:
+        case tensor_type::q3_k: detail::pack_q23_k(weight, w, n_rows, n_cols, dst); return;
         case tensor_type::q4_k: detail::pack_q4_k(w, n_rows, n_cols, dst); return;
         case tensor_type::q5_k: detail::pack_q5_k(w, n_rows, n_cols, dst); return;
         case tensor_type::q6_k: detail::pack_q6_k(w, n_rows, n_cols, dst); return;

@@ -186,13 +186,13 @@ struct weight_panels {
 // batches of 12 tokens and more through the 8-row prompt tiles, which lay
 // their rows out from the panels).
 //
-// True for the quantized types pack_panels lays out (q4_K, q5_K, q6_K,
+// True for the quantized types pack_panels lays out (q2_K to q6_K,
 // iq4_xs; q4_0, iq4_nl, q5_0 and q8_0 from AVX2 to AVX-512): their panels
 // are about the weights' size and a model packs them all.
 bool packs_quantized(tensor_type weight);
 // True when this CPU's kernels would use panels of this weight: AVX-512,
 // a float type, rows a multiple of 16 long, at least 32 rows; or AVX2 and
-// q4_K, q5_K, q6_K or iq4_xs; or AVX2 to AVX-512 (not AMX) and q4_0,
+// q2_K to q6_K or iq4_xs; or AVX2 to AVX-512 (not AMX) and q4_0,
 // iq4_nl, q5_0 or q8_0.
 bool panels_pay(tensor_type weight, int64_t n_rows, int64_t n_cols);
 // True when, at this CPU's default kernel level, every matmul of this

@@ -89,6 +89,14 @@ size_t q6_k_packed_bytes(int64_t n_rows, int64_t n_cols);
 void pack_q6_k(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
 size_t iq4_xs_packed_bytes(int64_t n_rows, int64_t n_cols);
 void pack_iq4_xs(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
+// q2_K and q3_K packed by pack_panels (kernels_k23_packed.cpp): every
+// group of 16 rows block by block, the rows in the vector lanes, a
+// sub-block's 2-bit values of 16 rows one 64-byte load (q3_K's high bits
+// beside them), the scale bytes a row's pair of sub-blocks side by side.
+size_t q23_k_packed_bytes(tensor_type weight, int64_t n_rows, int64_t n_cols);
+void pack_q23_k(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
+// Their matmul from the panels, as packed_gemm; nullptr for another type.
+gemm_fn q23_k_packed_gemm(tensor_type weight, bool avx512);
 // q4_0, iq4_nl, q5_0 and q8_0 packed by pack_panels from the AVX2 level to
 // AVX-512 (kernels_packed16.cpp; kernels_prompt.h says the layout): every
 // group of 16 rows block by block with the rows in the vector lanes (dword

@@ -234,7 +234,7 @@ cli::command_spec make_bench_matmul_command() {
         {"tokens", 0, cli::option_kind::value, "LIST", "1,2,4,8", "tokens per matmul, e.g. 1,8"},
         {"seconds", 0, cli::option_kind::value, "S", "0.5", "time per measurement (at least 3 passes)"},
         {"no-bandwidth", 0, cli::option_kind::flag, "", "", "skip measuring the read bandwidth"},
-        {"in-place", 0, cli::option_kind::flag, "", "", "multiply the weights as stored, not packed as a model packs them (q4_K, q5_K, q6_K, iq4_xs; small float models)"},
+        {"in-place", 0, cli::option_kind::flag, "", "", "multiply the weights as stored, not packed as a model packs them (q2_K to q6_K, iq4_xs, q4_0, iq4_nl, q5_0, q8_0 where packed; small float models)"},
         {"json", 0, cli::option_kind::flag, "", "", "print one JSON object"},
     };
     c.run = bench_matmul;

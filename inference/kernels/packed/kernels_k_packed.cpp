@@ -175,33 +175,6 @@ TACHYON_AVX2 inline void sub_block_sums(const block_q8_k& x, int32_t (&xs)[4]) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(xs), _mm_hadd_epi16(lo, hi));
 }
 
-inline int32_t load_i32(const void* p) {
-    int32_t v;
-    return std::memcpy(&v, p, 4), v;
-}
-
-// s + q's 16 x 4 unsigned bytes . the 4 signed bytes at p, in every lane,
-// broadcast by vpdpbusd's own load ({1to16}): GCC keeps _mm512_set1_epi32 of
-// a load a separate vpbroadcastd, which cost the 8-token q4_K pass 5-6 %
-// (README, "What makes it fast"). ASan builds keep the intrinsics, which it checks.
-#if defined(__SANITIZE_ADDRESS__)
-#define TACHYON_DPBUSD_ASM 0
-#elif defined(__has_feature)
-#define TACHYON_DPBUSD_ASM !__has_feature(address_sanitizer)
-#else
-#define TACHYON_DPBUSD_ASM 1
-#endif
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) inline __m512i dpbusd_broadcast(__m512i s, __m512i q, const void* p) {
-#if TACHYON_DPBUSD_ASM
-    asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(s) : "v"(q), "m"(*static_cast<const int32_t*>(p)));
-    return s;
-#else
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm512_dpbusd_epi32(s, q, _mm512_set1_epi32(v));
-#endif
-}
-
 // ---- AVX-512: 16 rows in the lanes of one register ---------------------------
 
 // iq4_xs keeps signed scales and its "mins" are those scales; q4_K / q5_K unsigned ones.
@@ -642,19 +615,6 @@ TACHYON_AVX2 void q6_tail256(const gemm_args& a, const q6_k_packed16* w, int64_t
     }
 }
 
-// Groups of rows [r0, r1) (r0 a multiple of 16) against token panels whose
-// activations stay in L2 while a group passes them all.
-template <class Packed, class Group>
-void by_groups(const gemm_args& a, int64_t r0, int64_t r1, int nt, const Group& group) {
-    const int64_t nb = a.n_cols / qk_k;
-    const auto* packed = reinterpret_cast<const Packed*>(a.panels);
-    const int64_t panel = std::max<int64_t>(nt, prompt_panel_bytes / static_cast<int64_t>(a.x_row_bytes) / nt * nt);
-    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
-        const int64_t t1 = std::min(a.n_tokens, t0 + panel);
-        for (int64_t r = r0; r < r1; r += 16) group(packed + r / 16 * nb, nb, r, static_cast<int>(std::min<int64_t>(16, r1 - r)), t0, t1);
-    }
-}
-
 }  // namespace
 
 template <class P>
@@ -793,6 +753,8 @@ gemm_fn packed_gemm(tensor_type weight, bool avx512) {
         case tensor_type::q5_k: return avx512 ? gemm_packed512<q5_k_packed16> : gemm_packed256<q5_k_packed16>;
         case tensor_type::q6_k: return avx512 ? (amd ? q6_k_gemm512 : gemm_q6_k_packed512) : gemm_q6_k_packed256;
         case tensor_type::iq4_xs: return avx512 ? gemm_packed512<iq4_xs_packed16> : gemm_packed256<iq4_xs_packed16>;
+        case tensor_type::q2_k:
+        case tensor_type::q3_k: return q23_k_packed_gemm(weight, avx512);
         default: return avx512 ? packed16_gemm512(weight) : packed16_gemm256(weight);
     }
 }

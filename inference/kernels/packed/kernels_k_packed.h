@@ -6,9 +6,12 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "inference/gguf/quant.h"
+#include "inference/kernels/kernels_internal.h"
 
 #define TACHYON_PACKED_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2,fma,f16c")))
 
@@ -66,6 +69,32 @@ struct alignas(64) q6_k_packed16 {
 };
 static_assert(sizeof(q6_k_packed16) == 3392, "about 1 % above 16 q6_K blocks (3360 bytes)");
 
+// q2_K, 16 rows of one block (kernels_k23_packed.cpp). Sub-block s of a
+// row (16 elements) is one dword: bits 2k..2k + 1 of its byte m hold
+// element 16 s + 4 k + m, so register k of the sub-block (16 rows x 4
+// elements) is a shift and an and of one load. The scale bytes (scale in
+// the low nibble, min in the high) as they are, a row's pair of sub-blocks
+// side by side: widened to int16, a shift gives the mins as pairs for the
+// token's bsums, an and the scales. The rows' own 84 bytes each.
+struct alignas(64) q2_k_packed16 {
+    uint32_t q[16][16];        // [s][row]
+    uint8_t scales[8][16][2];  // [p][row]: sub-blocks 2p and 2p + 1
+    uint16_t d[16], dmin[16];
+};
+static_assert(sizeof(q2_k_packed16) == 1344, "16 q2_K blocks");
+
+// q3_K: the low 2 bits as q2_K's values; bit 4e + k of byte m of a row's
+// dword h[p] is the high bit of element 16 (2p + e) + 4k + m. Values are
+// kept unsigned, low | high << 2 (0..7): the offset of 4 comes off through
+// the token's bsums times the scales (6-bit, minus 32).
+struct alignas(64) q3_k_packed16 {
+    uint32_t q[16][16];       // [s][row]
+    uint32_t h[8][16];        // [p][row]
+    int8_t scales[8][16][2];  // [p][row]: sub-blocks 2p and 2p + 1
+    uint16_t d[16];
+};
+static_assert(sizeof(q3_k_packed16) == 1856, "about 5.5 % above 16 q3_K blocks (1760 bytes)");
+
 // ---- registers of 16 rows x 4 values, as unsigned bytes ----------------------
 
 // The 16 levels of iq4_xs + 128, in every 128-bit lane.
@@ -106,6 +135,49 @@ TACHYON_PACKED_AVX512 inline __m512i q6_values512(const q6_k_packed16& blk, int 
     const __m512i lo4 = _mm512_ternarylogic_epi32(_mm512_set1_epi8(0x03), _mm512_srli_epi16(r0, 6), _mm512_srli_epi16(r1, 4), 0xca);
     const __m512i all = _mm512_ternarylogic_epi32(_mm512_set1_epi8(0x0f), lo4, _mm512_srli_epi16(r2, 2), 0xca);
     return _mm512_and_si512(all, low6);
+}
+
+// ---- shared by the packed kernels --------------------------------------------
+
+inline int32_t load_i32(const void* p) {
+    int32_t v;
+    return std::memcpy(&v, p, 4), v;
+}
+
+// s + q's 16 x 4 unsigned bytes . the 4 signed bytes at p, in every lane,
+// broadcast by vpdpbusd's own load ({1to16}): GCC keeps _mm512_set1_epi32 of
+// a load a separate vpbroadcastd, which cost the 8-token q4_K pass 5-6 %
+// (README, "What makes it fast"). ASan builds keep the intrinsics, which it checks.
+#if defined(__SANITIZE_ADDRESS__)
+#define TACHYON_DPBUSD_ASM 0
+#elif defined(__has_feature)
+#define TACHYON_DPBUSD_ASM !__has_feature(address_sanitizer)
+#else
+#define TACHYON_DPBUSD_ASM 1
+#endif
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) inline __m512i dpbusd_broadcast(__m512i s, __m512i q, const void* p) {
+#if TACHYON_DPBUSD_ASM
+    asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(s) : "v"(q), "m"(*static_cast<const int32_t*>(p)));
+    return s;
+#else
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm512_dpbusd_epi32(s, q, _mm512_set1_epi32(v));
+#endif
+}
+
+// Groups of rows [r0, r1) (r0 a multiple of 16) of panels of Packed blocks
+// of 256 columns, against token panels whose activations stay in L2 while
+// a group passes them all: group(w, nb, r, rows, t0, t1).
+template <class Packed, class Group>
+void by_groups(const gemm_args& a, int64_t r0, int64_t r1, int nt, const Group& group) {
+    const int64_t nb = a.n_cols / qk_k;
+    const auto* packed = reinterpret_cast<const Packed*>(a.panels);
+    const int64_t panel = std::max<int64_t>(nt, prompt_panel_bytes / static_cast<int64_t>(a.x_row_bytes) / nt * nt);
+    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
+        const int64_t t1 = std::min(a.n_tokens, t0 + panel);
+        for (int64_t r = r0; r < r1; r += 16) group(packed + r / 16 * nb, nb, r, static_cast<int>(std::min<int64_t>(16, r1 - r)), t0, t1);
+    }
 }
 
 }  // namespace tachyon::detail

@@ -59,6 +59,11 @@ std::vector<std::byte> random_weights(tensor_type type, int64_t n_rows, int64_t 
                 std::memcpy(block, &d, 2);
                 std::memcpy(block + 2, &dmin, 2);
                 break;
+            case tensor_type::q2_k:
+                std::memcpy(block + offsetof(block_q2_k, d), &d, 2);
+                std::memcpy(block + offsetof(block_q2_k, dmin), &dmin, 2);
+                break;
+            case tensor_type::q3_k: std::memcpy(block + offsetof(block_q3_k, d), &d, 2); break;
             case tensor_type::q6_k: std::memcpy(block + offsetof(block_q6_k, d), &d, 2); break;
             case tensor_type::iq4_xs: std::memcpy(block + offsetof(block_iq4_xs, d), &d, 2); break;
             default: break;
@@ -446,7 +451,8 @@ TEST_CASE("matmul of k-quant and iq4_xs weights packed in groups of 16 rows matc
     // 37 rows: two whole groups and a tail of 5 padded with zero rows; 3 blocks a row.
     const int64_t n_rows = 37, n_cols = 768;
     // with the bytes of one block of 256 columns of 16 rows
-    for (const auto& packing : {std::pair{tensor_type::q4_k, size_t{2368}}, std::pair{tensor_type::q5_k, size_t{2880}},
+    for (const auto& packing : {std::pair{tensor_type::q2_k, size_t{1344}}, std::pair{tensor_type::q3_k, size_t{1856}},
+                                std::pair{tensor_type::q4_k, size_t{2368}}, std::pair{tensor_type::q5_k, size_t{2880}},
                                 std::pair{tensor_type::q6_k, size_t{3392}}, std::pair{tensor_type::iq4_xs, size_t{2368}}}) {
         const tensor_type type = packing.first;  // a plain variable: doctest's CAPTURE takes it into a lambda
         const size_t group_bytes = packing.second;
@@ -485,7 +491,9 @@ TEST_CASE("matmul of k-quant and iq4_xs weights packed in groups of 16 rows matc
                         for (int64_t k = 0; k < n_cols; ++k) mag += std::fabs(static_cast<double>(wf[r * n_cols + k]) * x[t * n_cols + k]);
                         // AMX multiplies the larger batches on bf16 tiles, within
                         // 2^-8 of the magnitudes (the AMX test above)
-                        const bool bf16 = isa == kernel_isa::amx && n_tokens >= (type == tensor_type::q6_k ? 16 : 32);
+                        // (q2_K and q3_K have none: the AVX-512 kernels read their panels there)
+                        const bool no_tiles = type == tensor_type::q2_k || type == tensor_type::q3_k;
+                        const bool bf16 = isa == kernel_isa::amx && !no_tiles && n_tokens >= (type == tensor_type::q6_k ? 16 : 32);
                         const double bound = bf16 ? mag / 256 : 1e-4 * mag;
                         if (std::fabs(y1[t * n_rows + r] - ref[t * n_rows + r]) > bound + 1e-6) ++n_bad;
                     }
@@ -544,7 +552,11 @@ TEST_CASE("matmul of q4_0, iq4_nl, q5_0 and q8_0 weights packed in groups of 16 
     }
 }
 
-TEST_CASE("only float weights of 32 rows and more, 16-multiple long, the k-quants q4_K to q6_K and iq4_xs, from AVX2 to AVX-512 q4_0, iq4_nl and q5_0, and at AVX-512 q8_0 are packed as panels") {
+TEST_CASE("only float weights of 32 rows and more, 16-multiple long, the k-quants and iq4_xs, from AVX2 to AVX-512 q4_0, iq4_nl and q5_0, and at AVX-512 q8_0 are packed as panels") {
+    for (tensor_type k : {tensor_type::q2_k, tensor_type::q3_k}) {
+        const auto kq = random_weights(k, 20, 256, 5);
+        CHECK((pack_panels(k, kq.data(), 20, 256).data != nullptr) == (default_isa() >= kernel_isa::avx2));
+    }
     const auto q = random_weights(tensor_type::q8_0, 64, 64, 5);
     CHECK((pack_panels(tensor_type::q8_0, q.data(), 64, 64).data != nullptr) == (default_isa() == kernel_isa::avx512));
     const auto q4 = random_weights(tensor_type::q4_0, 64, 64, 5);
