@@ -482,20 +482,23 @@ bool is_float(tensor_type t) { return t == tensor_type::f32 || t == tensor_type:
 // 1128.
 constexpr int64_t amx_k_min_tokens = 32, amx_q6_k_min_tokens = 16;
 
-// q4_0, iq4_nl, q5_0 and q8_0: packed from the AVX2 level to AVX-512 (not
-// at AMX; q8_0 at AVX-512 only, rows16_level), where the one-token row
-// kernels spend more instructions on a block than the memory takes to
-// bring it (Zen 5, one thread, 2816 x 1024 in L2: q4_0 31 GB/s, iq4_nl 26,
-// q5_0 24, so 13-18 from DRAM against 38 of plain reads; packed, q4_0 80
-// in L2; at TACHYON_KERNELS=avx2 the 220M Q4_0 model decoded 103-113
-// tokens/s in place against 135-146 for llama.cpp's AVX2 build), and read
-// from the panels at every batch size there (the AMX level keeps its INT8
-// tiles on the weights in place).
+// q4_0, q4_1, iq4_nl, q5_0, q5_1 and q8_0: packed from the AVX2 level to
+// AVX-512 (not at AMX; q8_0 at AVX-512 only, rows16_level), where the
+// one-token row kernels spend more instructions on a block than the memory
+// takes to bring it (Zen 5, one thread, 2816 x 1024 in L2: q4_0 31 GB/s,
+// iq4_nl 26, q5_0 24, so 13-18 from DRAM against 38 of plain reads;
+// packed, q4_0 80 in L2; at TACHYON_KERNELS=avx2 the 220M Q4_0 model
+// decoded 103-113 tokens/s in place against 135-146 for llama.cpp's AVX2
+// build; from 256 MiB, in place -> packed: q4_1 16.5 -> 22.5, AVX2 18.4 ->
+// 32.0; q5_1 14.2 -> 23.3, AVX2 13.2 -> 19.8), and read from the panels at
+// every batch size there (the AMX level keeps its INT8 tiles on the
+// weights in place).
 bool packs_rows16(tensor_type weight) {
-    return weight == tensor_type::q4_0 || weight == tensor_type::iq4_nl || weight == tensor_type::q5_0 || weight == tensor_type::q8_0;
+    return weight == tensor_type::q4_0 || weight == tensor_type::q4_1 || weight == tensor_type::iq4_nl || weight == tensor_type::q5_0 ||
+           weight == tensor_type::q5_1 || weight == tensor_type::q8_0;
 }
 
-// The levels that read a type's packed16 panels: AVX-512 all four; AVX2
+// The levels that read a type's packed16 panels: AVX-512 all six; AVX2
 // and AVX-VNNI all but q8_0, whose rows in place decoded faster there (the
 // 220M Q8_0 model at TACHYON_KERNELS=avx2 on Zen 5, one thread: 95-115
 // tokens/s in place against 79-80 packed, though `bench matmul` read both

@@ -178,16 +178,16 @@ struct weight_panels {
 // (q4_K batches of 32 and more, q6_K 16) from them, so the file's pages of
 // those weights may go.
 //
-// q4_0, iq4_nl, q5_0 and q8_0 weights are packed from the AVX2 level to
-// AVX-512 (not at AMX): every group of 16 rows block by block with the
-// rows in the lanes, the nibbles as they are (q5_0's fifth bits a dword a
-// row beside them), q8_0's bytes offset by 128, the fp16 scales after them
-// (the rows' own size); every batch there reads them (below AVX-512,
+// q4_0, q4_1, iq4_nl, q5_0, q5_1 and q8_0 weights are packed from the AVX2
+// level to AVX-512 (not at AMX): every group of 16 rows block by block with
+// the rows in the lanes, the nibbles as they are (q5_0's and q5_1's fifth
+// bits a dword a row beside them), q8_0's bytes offset by 128, the fp16
+// scales (and q4_1's and q5_1's mins) after them (the rows' own size); every batch there reads them (below AVX-512,
 // batches of 12 tokens and more through the 8-row prompt tiles, which lay
 // their rows out from the panels).
 //
 // True for the quantized types pack_panels lays out (q2_K to q6_K,
-// iq4_xs; q4_0, iq4_nl, q5_0 and q8_0 from AVX2 to AVX-512): their panels
+// iq4_xs; q4_0, q4_1, iq4_nl, q5_0, q5_1 and q8_0 from AVX2 to AVX-512): their panels
 // are about the weights' size and a model packs them all.
 bool packs_quantized(tensor_type weight);
 // True when this CPU's kernels would use panels of this weight: AVX-512,

@@ -97,19 +97,19 @@ size_t q23_k_packed_bytes(tensor_type weight, int64_t n_rows, int64_t n_cols);
 void pack_q23_k(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
 // Their matmul from the panels, as packed_gemm; nullptr for another type.
 gemm_fn q23_k_packed_gemm(tensor_type weight, bool avx512);
-// q4_0, iq4_nl, q5_0 and q8_0 packed by pack_panels from the AVX2 level to
-// AVX-512 (kernels_packed16.cpp; kernels_prompt.h says the layout): every
-// group of 16 rows block by block with the rows in the vector lanes (dword
-// m of row i at [m][i]), the nibbles as stored (q5_0's fifth bits a dword
-// a row beside them), q8_0's bytes as value + 128, then the rows' fp16
-// scales, the group padded to a cache line and the last group with zero
+// q4_0, q4_1, iq4_nl, q5_0, q5_1 and q8_0 packed by pack_panels from the
+// AVX2 level to AVX-512 (kernels_packed16.cpp; kernels_prompt.h says the
+// layout): every group of 16 rows block by block with the rows in the
+// vector lanes (dword m of row i at [m][i]), the nibbles as stored (the
+// fifth bits of q5_0 and q5_1 a dword a row beside them), q8_0's bytes as
+// value + 128, then the rows' fp16 scales (and mins), the group padded to a cache line and the last group with zero
 // rows: the rows' own bytes.
 size_t packed16_bytes(tensor_type weight, int64_t n_rows, int64_t n_cols);
 void pack_rows16(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols, std::byte* out);
 // The matmul of a packed type from its panels (y[t, r] for r in [r0, r1),
 // r0 a multiple of 16, every token, reading a.panels): the AVX-512 kernels
 // (16 rows a register) or the AVX2 ones (8); nullptr for another type.
-// q4_0, iq4_nl and q5_0 below AVX-512 (packed16_gemm256) run batches of up
+// The packed16 types but q8_0 below AVX-512 (packed16_gemm256) run batches of up
 // to 11 tokens this way; larger ones take the AVX2 / AVX-VNNI prompt tiles,
 // which lay their rows out from a.panels when it is set.
 gemm_fn packed_gemm(tensor_type weight, bool avx512);

@@ -1,5 +1,5 @@
-// q4_0, iq4_nl, q5_0 and q8_0 weights packed at load from the AVX2 level
-// to AVX-512 (pack_panels; kernels_prompt.h says the layout) and the kernels
+// q4_0, q4_1, iq4_nl, q5_0, q5_1 and q8_0 weights packed at load from the
+// AVX2 level to AVX-512 (pack_panels; kernels_prompt.h says the layout) and the kernels
 // that multiply them: at AVX-512 one for every batch, 16 rows in the lanes
 // of a register, a token's 4 activation bytes broadcast against them, as
 // the prompt tiles of kernels_prompt.cpp do from rows they lay out per
@@ -35,7 +35,7 @@ namespace {
 // alternating: AVX-512 19-21 -> 23-25 GB/s, AVX2 21-22 -> 24-26).
 template <class B>
 TACHYON_PROMPT_AVX2 inline void prefetch_packed16(const char* group, int64_t b) {
-    constexpr int64_t stride = static_cast<int64_t>(packed16<B>::main) + 32;
+    constexpr int64_t stride = static_cast<int64_t>(packed16<B>::main + packed16<B>::scale_bytes);
     const char* p = group + packed16_prefetch_bytes + b * stride;
 #pragma GCC unroll 16
     for (int64_t l = 0; l < (stride + 63) / 64; ++l) _mm_prefetch(p + 64 * l, _MM_HINT_T1);
@@ -48,10 +48,12 @@ template <class B, int NT>
 TACHYON_PROMPT_AVX512 void packed_tokens16(const gemm_args& a, const std::byte* group, int64_t nb, const act_sums& s, int64_t r, int64_t t,
                                            __mmask16 keep, bool prefetch) {
     using P = packed16<B>;
-    const int8_t* xq[NT];  // token j's quants of block 0; block b is b * sizeof(block_q8_0) bytes on
-    for (int j = 0; j < NT; ++j) xq[j] = reinterpret_cast<const block_q8_0*>(a.x + (t + j) * a.x_row_bytes)->qs;
+    using XB = typename prompt_type<B>::act;
+    const int8_t* xq[NT];  // token j's quants of block 0; block b is b * sizeof(XB) bytes on
+    for (int j = 0; j < NT; ++j) xq[j] = reinterpret_cast<const XB*>(a.x + (t + j) * a.x_row_bytes)->qs;
     const float* dx = s.d.data() + t;  // block b, token j: dx[b * n_tokens + j]
     const int32_t* start = s.start.data() + t;
+    [[maybe_unused]] const float* xs = P::min ? s.s.data() + t : nullptr;  // q8_1's d * sum of the quants
     const char* quants = reinterpret_cast<const char*>(group);
     const char* scales = quants + static_cast<size_t>(nb) * P::main;
     const __m512i low4 = _mm512_set1_epi8(0x0f);
@@ -64,7 +66,7 @@ TACHYON_PROMPT_AVX512 void packed_tokens16(const gemm_args& a, const std::byte* 
     for (int64_t b = 0; b < nb; ++b) {
         const char* q = quants + b * static_cast<int64_t>(P::main);
         if (prefetch) prefetch_packed16<B>(quants, b);
-        const size_t xo = static_cast<size_t>(b) * sizeof(block_q8_0);
+        const size_t xo = static_cast<size_t>(b) * sizeof(XB);
         __m512i sum[NT];
 #pragma GCC unroll 8
         for (int j = 0; j < NT; ++j) sum[j] = _mm512_set1_epi32(start[b * a.n_tokens + j]);
@@ -99,10 +101,16 @@ TACHYON_PROMPT_AVX512 void packed_tokens16(const gemm_args& a, const std::byte* 
                     sum[j] = _mm512_dpbusd_epi32(sum[j], v, _mm512_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m))));
             }
         }
-        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(scales + b * 32)));
+        const char* sc = scales + b * static_cast<int64_t>(P::scale_bytes);
+        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc)));
 #pragma GCC unroll 8
         for (int j = 0; j < NT; ++j)
             acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(dw, _mm512_set1_ps(dx[b * a.n_tokens + j])), acc[j]);
+        if constexpr (P::min) {
+            const __m512 mw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc + 32)));
+#pragma GCC unroll 8
+            for (int j = 0; j < NT; ++j) acc[j] = _mm512_fmadd_ps(mw, _mm512_set1_ps(xs[b * a.n_tokens + j]), acc[j]);
+        }
     }
 #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
@@ -123,7 +131,7 @@ template <class B>
 void gemm_packed16(const gemm_args& a, int64_t r0, int64_t r1) {
     const int64_t nb = a.n_cols / qk_32;
     thread_local act_sums s;
-    sum_activations<block_q8_0>(a, nb, prompt_type<B>::offset, s);
+    sum_activations<typename prompt_type<B>::act>(a, nb, prompt_type<B>::offset, s);
     const size_t group_bytes = packed16_group_bytes<B>(a.n_cols);
     const int64_t panel = std::max<int64_t>(nt16, prompt_panel_bytes / static_cast<int64_t>(a.x_row_bytes) / nt16 * nt16);
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
@@ -155,10 +163,12 @@ template <class B, int NT>
 TACHYON_PROMPT_AVX2 void packed_tokens8x2(const gemm_args& a, const std::byte* group, int64_t nb, const act_sums& s, int64_t r, int64_t t,
                                           int n_rows, bool prefetch) {
     using P = packed16<B>;
+    using XB = typename prompt_type<B>::act;
     const int8_t* xq[NT];
-    for (int j = 0; j < NT; ++j) xq[j] = reinterpret_cast<const block_q8_0*>(a.x + (t + j) * a.x_row_bytes)->qs;
+    for (int j = 0; j < NT; ++j) xq[j] = reinterpret_cast<const XB*>(a.x + (t + j) * a.x_row_bytes)->qs;
     const float* dx = s.d.data() + t;
     const int32_t* start = s.start.data() + t;
+    [[maybe_unused]] const float* xs = P::min ? s.s.data() + t : nullptr;
     const char* quants = reinterpret_cast<const char*>(group);
     const char* scales = quants + static_cast<size_t>(nb) * P::main;
     const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
@@ -173,7 +183,7 @@ TACHYON_PROMPT_AVX2 void packed_tokens8x2(const gemm_args& a, const std::byte* g
     for (int64_t b = 0; b < nb; ++b) {
         const char* q = quants + b * static_cast<int64_t>(P::main);
         if (prefetch) prefetch_packed16<B>(quants, b);
-        const size_t xo = static_cast<size_t>(b) * sizeof(block_q8_0);
+        const size_t xo = static_cast<size_t>(b) * sizeof(XB);
         // Both halves of a line one after the other, each token's bytes
         // broadcast once for both (2 tokens of q4_0 in L2: 27 -> 32-35 GB/s).
         __m256i sum[2][NT];
@@ -228,10 +238,16 @@ TACHYON_PROMPT_AVX2 void packed_tokens8x2(const gemm_args& a, const std::byte* g
         }
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
-            const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(scales + b * 32 + 16 * h)));
+            const char* sc = scales + b * static_cast<int64_t>(P::scale_bytes) + 16 * h;
+            const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
 #pragma GCC unroll 2
             for (int j = 0; j < NT; ++j)
                 acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[h][j]), _mm256_mul_ps(dw, _mm256_set1_ps(dx[b * a.n_tokens + j])), acc[h][j]);
+            if constexpr (P::min) {
+                const __m256 mw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 32)));
+#pragma GCC unroll 2
+                for (int j = 0; j < NT; ++j) acc[h][j] = _mm256_fmadd_ps(mw, _mm256_set1_ps(xs[b * a.n_tokens + j]), acc[h][j]);
+            }
         }
     }
     const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -249,7 +265,7 @@ template <class B>
 void gemm_packed16_avx2(const gemm_args& a, int64_t r0, int64_t r1) {
     const int64_t nb = a.n_cols / qk_32;
     thread_local act_sums s;
-    sum_activations<block_q8_0>(a, nb, signed_packed8<B> ? 0 : prompt_type<B>::offset, s);
+    sum_activations<typename prompt_type<B>::act>(a, nb, signed_packed8<B> ? 0 : prompt_type<B>::offset, s);
     const size_t group_bytes = packed16_group_bytes<B>(a.n_cols);
     for (int64_t r = r0; r < r1; r += 16) {
         const std::byte* group = a.panels + static_cast<size_t>(r / 16) * group_bytes;
@@ -271,7 +287,7 @@ void pack16(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
     std::memset(out, 0, static_cast<size_t>(n_groups) * group_bytes);
     for (int64_t g = 0; g < n_groups; ++g) {
         std::byte* group = out + static_cast<size_t>(g) * group_bytes;
-        auto* scales = reinterpret_cast<uint16_t*>(group + static_cast<size_t>(nb) * P::main);  // [nb][16]
+        auto* scales = reinterpret_cast<uint16_t*>(group + static_cast<size_t>(nb) * P::main);  // [nb][16] (q4_1, q5_1: [nb][2][16])
         for (int i = 0; i < 16 && g * 16 + i < n_rows; ++i) {
             const B* row = reinterpret_cast<const B*>(static_cast<const std::byte*>(w) + static_cast<size_t>(g * 16 + i) * row_bytes);
             for (int64_t b = 0; b < nb; ++b) {
@@ -291,7 +307,9 @@ void pack16(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
                             if ((qh >> (4 * m + k)) & 1u) bits |= uint32_t{1} << (8 * k + m);
                     reinterpret_cast<uint32_t*>(blk + 256)[i] = bits;
                 }
-                scales[b * 16 + i] = row[b].d;
+                constexpr int64_t per_block = P::scale_bytes / 2;
+                scales[b * per_block + i] = row[b].d;
+                if constexpr (P::min) scales[b * per_block + 16 + i] = row[b].m;
             }
         }
     }
@@ -303,6 +321,8 @@ size_t packed16_bytes(tensor_type weight, int64_t n_rows, int64_t n_cols) {
     const auto groups = static_cast<size_t>((n_rows + 15) / 16);
     switch (weight) {
         case tensor_type::q4_0: return groups * packed16_group_bytes<block_q4_0>(n_cols);
+        case tensor_type::q4_1: return groups * packed16_group_bytes<block_q4_1>(n_cols);
+        case tensor_type::q5_1: return groups * packed16_group_bytes<block_q5_1>(n_cols);
         case tensor_type::iq4_nl: return groups * packed16_group_bytes<block_iq4_nl>(n_cols);
         case tensor_type::q5_0: return groups * packed16_group_bytes<block_q5_0>(n_cols);
         case tensor_type::q8_0: return groups * packed16_group_bytes<block_q8_0>(n_cols);
@@ -313,6 +333,8 @@ size_t packed16_bytes(tensor_type weight, int64_t n_rows, int64_t n_cols) {
 void pack_rows16(tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols, std::byte* out) {
     switch (weight) {
         case tensor_type::q4_0: return pack16<block_q4_0>(w, n_rows, n_cols, out);
+        case tensor_type::q4_1: return pack16<block_q4_1>(w, n_rows, n_cols, out);
+        case tensor_type::q5_1: return pack16<block_q5_1>(w, n_rows, n_cols, out);
         case tensor_type::iq4_nl: return pack16<block_iq4_nl>(w, n_rows, n_cols, out);
         case tensor_type::q5_0: return pack16<block_q5_0>(w, n_rows, n_cols, out);
         case tensor_type::q8_0: return pack16<block_q8_0>(w, n_rows, n_cols, out);
@@ -323,6 +345,8 @@ void pack_rows16(tensor_type weight, const void* w, int64_t n_rows, int64_t n_co
 gemm_fn packed16_gemm256(tensor_type weight) {
     switch (weight) {
         case tensor_type::q4_0: return gemm_packed16_avx2<block_q4_0>;
+        case tensor_type::q4_1: return gemm_packed16_avx2<block_q4_1>;
+        case tensor_type::q5_1: return gemm_packed16_avx2<block_q5_1>;
         case tensor_type::iq4_nl: return gemm_packed16_avx2<block_iq4_nl>;
         case tensor_type::q5_0: return gemm_packed16_avx2<block_q5_0>;
         default: return nullptr;
@@ -332,6 +356,8 @@ gemm_fn packed16_gemm256(tensor_type weight) {
 gemm_fn packed16_gemm512(tensor_type weight) {
     switch (weight) {
         case tensor_type::q4_0: return gemm_packed16<block_q4_0>;
+        case tensor_type::q4_1: return gemm_packed16<block_q4_1>;
+        case tensor_type::q5_1: return gemm_packed16<block_q5_1>;
         case tensor_type::iq4_nl: return gemm_packed16<block_iq4_nl>;
         case tensor_type::q5_0: return gemm_packed16<block_q5_0>;
         case tensor_type::q8_0: return gemm_packed16<block_q8_0>;

@@ -312,10 +312,11 @@ TACHYON_PROMPT_AVX2 void lay_out8(const gemm_args& a, int64_t r, int n, int64_t 
 // lay_out8's rows r.. r + 7 (r a multiple of 8) from the panels at
 // a.panels (packed16, kernels_prompt.h): half r / 8 % 2 of group r / 16,
 // already rows in lanes, so no transposes and no gathers; the padding rows
-// of the last group are zero. q4_0, iq4_nl and q5_0 (q8_0 is read in place
-// below AVX-512).
+// of the last group are zero. q4_0, q4_1, iq4_nl, q5_0 and q5_1 (q8_0 is
+// read in place below AVX-512).
 template <class B>
-constexpr bool in_packed16 = std::is_same_v<B, block_q4_0> || std::is_same_v<B, block_iq4_nl> || std::is_same_v<B, block_q5_0>;
+constexpr bool in_packed16 = std::is_same_v<B, block_q4_0> || std::is_same_v<B, block_q4_1> || std::is_same_v<B, block_iq4_nl> ||
+                             std::is_same_v<B, block_q5_0> || std::is_same_v<B, block_q5_1>;
 
 template <class B, bool Signed = false>
 TACHYON_PROMPT_AVX2 void lay_out8_packed(const gemm_args& a, int64_t r, int64_t nb, rows_of<B, 8>* out) {
@@ -351,7 +352,9 @@ TACHYON_PROMPT_AVX2 void lay_out8_packed(const gemm_args& a, int64_t r, int64_t 
                 _mm256_store_si256(q + 4 + m, hi);
             }
         }
-        _mm256_store_ps(out[b].d, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + b * 32 + 16 * h))));
+        const char* sc = scales + b * static_cast<int64_t>(P::scale_bytes) + 16 * h;
+        _mm256_store_ps(out[b].d, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc))));
+        if constexpr (P::min) _mm256_store_ps(out[b].m, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc + 32))));
     }
 }
 

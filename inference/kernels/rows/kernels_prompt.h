@@ -80,8 +80,8 @@ TACHYON_PROMPT_AVX2 void sum_activations(const gemm_args& a, int64_t nb, int off
     if (s.d.size() < n) {
         s.d.resize(n);
         s.start.resize(n);
-        if (q8_1) s.s.resize(n);
     }
+    if (q8_1 && s.s.size() < n) s.s.resize(n);
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
     // 16 tokens at a time, so that each block's values fill a line of the
     // outputs (token by token over every block, each store missed L1: 5 %
@@ -115,30 +115,33 @@ inline uint32_t load_u32(const void* p) {
     return v;
 }
 
-// How q4_0, iq4_nl, q5_0 and q8_0 lie in the panels pack_panels makes from
-// AVX2 up to AVX-512 (kernels_packed16.cpp packs them and runs 1-2 tokens
-// at AVX2, any batch at AVX-512; the AVX2 tiles here lay their rows out
-// from them for more): groups of 16 rows, `main` bytes a block (the
-// quants' dwords [m][row]: q4_0 / iq4_nl / q5_0 4 of nibbles as stored,
-// q8_0 8 of bytes as value + 128; q5_0 then a dword of fifth bits a row,
+// How q4_0, q4_1, iq4_nl, q5_0, q5_1 and q8_0 lie in the panels pack_panels
+// makes from AVX2 up to AVX-512 (kernels_packed16.cpp packs them and runs
+// 1-2 tokens at AVX2, any batch at AVX-512; the AVX2 tiles here lay the
+// rows of q4_0, iq4_nl and q5_0 out from them for more): groups of 16
+// rows, `main` bytes a block (the quants' dwords [m][row]: q4_0 / q4_1 /
+// iq4_nl / q5_0 / q5_1 4 of nibbles as stored, q8_0 8 of bytes as value
+// + 128; q5_0 and q5_1 then a dword of fifth bits a row,
 // bit 8k + m the fifth bit of element 4m + k, so that a shift and an and
 // line up those of dword m's low nibbles (m < 4) or of dword m - 4's high
 // ones with the nibbles' bit 4), every block's then one after another,
-// then the rows' fp16 scales, 32 bytes a block; the group padded to a
-// cache line. A 64-byte line of quants is 16 rows: one AVX-512 register,
+// then the rows' fp16 scales, 32 bytes a block (q4_1 and q5_1: 64, the
+// scales then the mins); the group padded to a cache line. A 64-byte line of quants is 16 rows: one AVX-512 register,
 // or two AVX2 ones of 8 rows each.
 template <class B>
 struct packed16 {
     static constexpr bool nibbles = !std::is_same_v<B, block_q8_0>;
-    static constexpr bool fifth = std::is_same_v<B, block_q5_0>;
+    static constexpr bool fifth = std::is_same_v<B, block_q5_0> || std::is_same_v<B, block_q5_1>;
     static constexpr bool levels = std::is_same_v<B, block_iq4_nl>;
+    static constexpr bool min = prompt_type<B>::min;
     static constexpr size_t main = nibbles ? 256 + (fifth ? 64 : 0) : 512;
+    static constexpr size_t scale_bytes = min ? 64 : 32;  // the rows' fp16 scales (then mins) a block
 };
 
 template <class B>
 inline size_t packed16_group_bytes(int64_t n_cols) {
     const size_t nb = static_cast<size_t>(n_cols / qk_32);
-    return (nb * (packed16<B>::main + 32) + 63) / 64 * 64;
+    return (nb * (packed16<B>::main + packed16<B>::scale_bytes) + 63) / 64 * 64;
 }
 
 // The fifth bits of q5_0 packed16 dword m's low nibbles (m < 4) and of

@@ -50,6 +50,11 @@ std::vector<std::byte> random_weights(tensor_type type, int64_t n_rows, int64_t 
         const uint16_t d = fp32_to_fp16(scale(rng));
         const uint16_t dmin = fp32_to_fp16(scale(rng));
         switch (type) {
+            case tensor_type::q4_1:
+            case tensor_type::q5_1:
+                std::memcpy(block, &d, 2);
+                std::memcpy(block + 2, &dmin, 2);
+                break;
             case tensor_type::q8_0:
             case tensor_type::q4_0:
             case tensor_type::q5_0:
@@ -505,11 +510,12 @@ TEST_CASE("matmul of k-quant and iq4_xs weights packed in groups of 16 rows matc
     }
 }
 
-TEST_CASE("matmul of q4_0, iq4_nl, q5_0 and q8_0 weights packed in groups of 16 rows matches the weights in place at every level and batch size") {
+TEST_CASE("matmul of q4_0, q4_1, iq4_nl, q5_0, q5_1 and q8_0 weights packed in groups of 16 rows matches the weights in place at every level and batch size") {
     // 37 rows: two whole groups and a tail of 5 padded with zero rows; 5 blocks a row.
     const int64_t n_rows = 37, n_cols = 160;
     // with the bytes of one block of 32 columns of 16 rows, its scales included
-    for (const auto& packing : {std::pair{tensor_type::q4_0, size_t{288}}, std::pair{tensor_type::iq4_nl, size_t{288}},
+    for (const auto& packing : {std::pair{tensor_type::q4_0, size_t{288}}, std::pair{tensor_type::q4_1, size_t{320}},
+                                std::pair{tensor_type::q5_1, size_t{384}}, std::pair{tensor_type::iq4_nl, size_t{288}},
                                 std::pair{tensor_type::q5_0, size_t{352}}, std::pair{tensor_type::q8_0, size_t{544}}}) {
         const tensor_type type = packing.first;  // a plain variable: doctest's CAPTURE takes it into a lambda
         const size_t block_bytes = packing.second;
@@ -552,7 +558,7 @@ TEST_CASE("matmul of q4_0, iq4_nl, q5_0 and q8_0 weights packed in groups of 16 
     }
 }
 
-TEST_CASE("only float weights of 32 rows and more, 16-multiple long, the k-quants and iq4_xs, from AVX2 to AVX-512 q4_0, iq4_nl and q5_0, and at AVX-512 q8_0 are packed as panels") {
+TEST_CASE("only float weights of 32 rows and more, 16-multiple long, the k-quants and iq4_xs, from AVX2 to AVX-512 q4_0, q4_1, iq4_nl, q5_0 and q5_1, and at AVX-512 q8_0 are packed as panels") {
     for (tensor_type k : {tensor_type::q2_k, tensor_type::q3_k}) {
         const auto kq = random_weights(k, 20, 256, 5);
         CHECK((pack_panels(k, kq.data(), 20, 256).data != nullptr) == (default_isa() >= kernel_isa::avx2));
@@ -563,7 +569,8 @@ TEST_CASE("only float weights of 32 rows and more, 16-multiple long, the k-quant
     CHECK((pack_panels(tensor_type::q4_0, q4.data(), 64, 64).data != nullptr) ==
           (default_isa() >= kernel_isa::avx2 && default_isa() <= kernel_isa::avx512));
     const auto q41 = random_weights(tensor_type::q4_1, 64, 64, 5);
-    CHECK(pack_panels(tensor_type::q4_1, q41.data(), 64, 64).data == nullptr);
+    CHECK((pack_panels(tensor_type::q4_1, q41.data(), 64, 64).data != nullptr) ==
+          (default_isa() >= kernel_isa::avx2 && default_isa() <= kernel_isa::avx512));
     const auto few = random_weights(tensor_type::f16, 31, 64, 5);
     CHECK(pack_panels(tensor_type::f16, few.data(), 31, 64).data == nullptr);
     const auto odd = random_weights(tensor_type::f32, 64, 40, 5);
