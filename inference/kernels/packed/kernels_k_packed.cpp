@@ -17,8 +17,10 @@
 
 // GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge
 // operand, which -Wuninitialized reports once inlined (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
