@@ -92,20 +92,6 @@ void pack_q3_k_row(q3_k_packed16& p, int i, const block_q3_k& blk) {
     p.d[i] = blk.d;
 }
 
-template <class P, class B, class PackRow>
-void pack_groups(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out, const PackRow& pack_row) {
-    const int64_t nb = n_cols / qk_k, n_groups = (n_rows + 15) / 16;
-    const auto* blocks = static_cast<const B*>(w);
-    auto* packed = reinterpret_cast<P*>(out);
-    for (int64_t g = 0; g < n_groups; ++g) {
-        for (int64_t b = 0; b < nb; ++b) {
-            P& p = packed[g * nb + b];
-            std::memset(&p, 0, sizeof p);  // rows past n_rows: zero weights, their sums never stored
-            for (int i = 0; i < 16 && g * 16 + i < n_rows; ++i) pack_row(p, i, blocks[(g * 16 + i) * nb + b]);
-        }
-    }
-}
-
 template <class P>
 constexpr bool is_q3 = std::is_same_v<P, q3_k_packed16>;
 

@@ -40,23 +40,6 @@ namespace tachyon::detail {
 
 namespace {
 
-// Every group of 16 rows block by block: pack_row(p, i, block) writes row
-// i of packed block p from the row's block; rows past n_rows stay zero
-// (zero weights, their sums never stored).
-template <class P, class B, class PackRow>
-void pack_groups(const void* w, int64_t n_rows, int64_t n_cols, std::byte* out, const PackRow& pack_row) {
-    const int64_t nb = n_cols / qk_k, n_groups = (n_rows + 15) / 16;
-    const auto* blocks = static_cast<const B*>(w);
-    auto* packed = reinterpret_cast<P*>(out);
-    for (int64_t g = 0; g < n_groups; ++g) {
-        for (int64_t b = 0; b < nb; ++b) {
-            P& p = packed[g * nb + b];
-            std::memset(&p, 0, sizeof p);
-            for (int i = 0; i < 16 && g * 16 + i < n_rows; ++i) pack_row(p, i, blocks[(g * 16 + i) * nb + b]);
-        }
-    }
-}
-
 template <class P>
 size_t packed_bytes(int64_t n_rows, int64_t n_cols) {
     return static_cast<size_t>((n_rows + 15) / 16 * (n_cols / qk_k)) * sizeof(P);
