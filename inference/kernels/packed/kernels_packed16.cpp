@@ -1,11 +1,13 @@
 // q4_0, q4_1, iq4_nl, q5_0, q5_1 and q8_0 weights packed at load from the
-// AVX2 level to AVX-512 (pack_panels; kernels_prompt.h says the layout) and the kernels
-// that multiply them: at AVX-512 one for every batch, 16 rows in the lanes
-// of a register, a token's 4 activation bytes broadcast against them, as
-// the prompt tiles of kernels_prompt.cpp do from rows they lay out per
-// call; at AVX2 and AVX-VNNI one for batches of up to 11 tokens, 2 a
-// pass, the 16 rows in two registers of 8 (larger batches take the 8-row
-// tiles of kernels_prompt.cpp, which lay their rows out from the panels).
+// AVX2 level to AVX-512 (pack_panels; kernels_prompt.h says the layout) and
+// the kernels that multiply them: at AVX-512 one for every batch, 16 rows
+// in the lanes of a register, a token's 4 activation bytes broadcast
+// against them, as the prompt tiles of kernels_prompt.cpp do from rows
+// they lay out per call; at AVX2 and AVX-VNNI one for batches of up to 11
+// tokens, 2 a pass, the 16 rows in two registers of 8 (larger batches take
+// the 8-row tiles of kernels_prompt.cpp, which lay their rows out from the
+// panels). q4_1's and q5_1's mins multiply their q8_1 activations' block
+// sums, one FMA per block and token.
 // GCC 12's AVX-512 intrinsics pass an undefined vector as the unused merge
 // operand, which -Wuninitialized reports once inlined (GCC bug 105593).
 #if defined(__GNUC__) && !defined(__clang__)

@@ -118,16 +118,16 @@ inline uint32_t load_u32(const void* p) {
 // How q4_0, q4_1, iq4_nl, q5_0, q5_1 and q8_0 lie in the panels pack_panels
 // makes from AVX2 up to AVX-512 (kernels_packed16.cpp packs them and runs
 // 1-2 tokens at AVX2, any batch at AVX-512; the AVX2 tiles here lay the
-// rows of q4_0, iq4_nl and q5_0 out from them for more): groups of 16
-// rows, `main` bytes a block (the quants' dwords [m][row]: q4_0 / q4_1 /
-// iq4_nl / q5_0 / q5_1 4 of nibbles as stored, q8_0 8 of bytes as value
-// + 128; q5_0 and q5_1 then a dword of fifth bits a row,
-// bit 8k + m the fifth bit of element 4m + k, so that a shift and an and
-// line up those of dword m's low nibbles (m < 4) or of dword m - 4's high
-// ones with the nibbles' bit 4), every block's then one after another,
-// then the rows' fp16 scales, 32 bytes a block (q4_1 and q5_1: 64, the
-// scales then the mins); the group padded to a cache line. A 64-byte line of quants is 16 rows: one AVX-512 register,
-// or two AVX2 ones of 8 rows each.
+// rows of all but q8_0 out from them for more): groups of 16 rows, `main`
+// bytes a block (the quants' dwords [m][row]: q4_0 / q4_1 / iq4_nl / q5_0
+// / q5_1 4 of nibbles as stored, q8_0 8 of bytes as value + 128; q5_0 and
+// q5_1 then a dword of fifth bits a row, bit 8k + m the fifth bit of
+// element 4m + k, so that a shift and an and line up those of dword m's
+// low nibbles (m < 4) or of dword m - 4's high ones with the nibbles' bit
+// 4), every block's then one after another, then the rows' fp16 scales, 32
+// bytes a block (q4_1 and q5_1: 64, the scales then the mins); the group
+// padded to a cache line. A 64-byte line of quants is 16 rows: one AVX-512
+// register, or two AVX2 ones of 8 rows each.
 template <class B>
 struct packed16 {
     static constexpr bool nibbles = !std::is_same_v<B, block_q8_0>;
