@@ -95,8 +95,9 @@ void pack_q3_k_row(q3_k_packed16& p, int i, const block_q3_k& blk) {
 template <class P>
 constexpr bool is_q3 = std::is_same_v<P, q3_k_packed16>;
 
-// Software prefetch into L2 about 16 KiB ahead (as q4_K's 8 blocks), the
-// block's lines spread over its 8 pairs of sub-blocks.
+// Software prefetch into L2 the first whole block 16 KiB ahead or more
+// (q4_K's passes: 8 blocks, 19 KiB), a block's lines spread over its 8
+// pairs of sub-blocks.
 template <class P>
 constexpr int64_t prefetch_bytes = (16384 + sizeof(P) - 1) / sizeof(P) * sizeof(P);
 template <class P>
