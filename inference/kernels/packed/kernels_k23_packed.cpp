@@ -221,21 +221,10 @@ __attribute__((noinline)) TACHYON_AVX512 void tokens512(const gemm_args& a, cons
 
 constexpr int nt512 = 8;  // tokens per pass: 8 int32 sub-block sums, 8 block sums, 8 float sums
 
-template <class P, int NT = nt512 - 1>
-TACHYON_AVX512 void tail512(const gemm_args& a, const P* w, int64_t nb, int64_t r, int64_t t, __mmask16 keep, int64_t n) {
-    if constexpr (NT >= 1) {
-        if (n == NT) return tokens512<NT>(a, w, nb, r, t, keep);
-        tail512<P, NT - 1>(a, w, nb, r, t, keep, n);
-    }
-}
-
 template <class P>
 void gemm512(const gemm_args& a, int64_t r0, int64_t r1) {
-    by_groups<P>(a, r0, r1, nt512, [&](const P* w, int64_t nb, int64_t r, int n, int64_t t0, int64_t t1) TACHYON_AVX512 {
-        const auto keep = static_cast<__mmask16>((1u << n) - 1);
-        int64_t t = t0;
-        for (; t + nt512 <= t1; t += nt512) tokens512<nt512>(a, w, nb, r, t, keep);
-        tail512(a, w, nb, r, t, keep, t1 - t);
+    groups512<P, nt512>(a, r0, r1, [&](auto nt, const P* w, int64_t nb, int64_t r, int64_t t, __mmask16 keep) {
+        tokens512<decltype(nt)::value>(a, w, nb, r, t, keep);
     });
 }
 
@@ -368,30 +357,12 @@ __attribute__((noinline)) TACHYON_AVX2 void tokens256(const gemm_args& a, const 
 
 constexpr int nt256 = 4;  // tokens per pass: 4 int16, 4 int32 and 4 float sums of the 16 registers
 
-template <class P, int NT = nt256 - 1>
-TACHYON_AVX2 void tail256(const gemm_args& a, const P* w, int64_t nb, int h, int64_t r, int64_t t, __m256i keep, int64_t n) {
-    if constexpr (NT >= 1) {
-        if (n == NT) return tokens256<NT, 1>(a, w, nb, h, r, t, keep, keep);
-        tail256<P, NT - 1>(a, w, nb, h, r, t, keep, n);
-    }
-}
-
 template <class P>
 void gemm256(const gemm_args& a, int64_t r0, int64_t r1) {
-    by_groups<P>(a, r0, r1, nt256, [&](const P* w, int64_t nb, int64_t r, int n, int64_t t0, int64_t t1) TACHYON_AVX2 {
-        const auto keep = [n](int h) TACHYON_AVX2 {
-            return _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * h), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        };
-        if (t1 - t0 <= 2 && n > 8) {
-            if (t1 - t0 == 2) return tokens256<2, 2>(a, w, nb, 0, r, t0, keep(0), keep(1));
-            return tokens256<1, 2>(a, w, nb, 0, r, t0, keep(0), keep(1));
-        }
-        for (int h = 0; h < 2 && 8 * h < n; ++h) {
-            int64_t t = t0;
-            for (; t + nt256 <= t1; t += nt256) tokens256<nt256, 1>(a, w, nb, h, r, t, keep(h), keep(h));
-            tail256(a, w, nb, h, r, t, keep(h), t1 - t);
-        }
-    });
+    groups256<P, nt256, true>(
+        a, r0, r1, [&](auto nt, auto nh, const P* w, int64_t nb, int h0, int64_t r, int64_t t, __m256i keep0, __m256i keep1) TACHYON_AVX2 {
+            tokens256<decltype(nt)::value, decltype(nh)::value>(a, w, nb, h0, r, t, keep0, keep1);
+        });
 }
 
 }  // namespace

@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "inference/gguf/quant.h"
 #include "inference/kernels/kernels_internal.h"
 
 #define TACHYON_PACKED_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2,fma,f16c")))
+#define TACHYON_PACKED_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace tachyon::detail {
 
@@ -195,6 +197,55 @@ void by_groups(const gemm_args& a, int64_t r0, int64_t r1, int nt, const Group& 
         const int64_t t1 = std::min(a.n_tokens, t0 + panel);
         for (int64_t r = r0; r < r1; r += 16) group(packed + r / 16 * nb, nb, r, static_cast<int>(std::min<int64_t>(16, r1 - r)), t0, t1);
     }
+}
+
+// pass(std::integral_constant<int, N>{}) for N = n, 1 <= n <= Max: the
+// tail of a batch, in the kernel instantiated for it; nothing for n = 0.
+template <int Max, class Pass>
+inline void pass_of(int64_t n, const Pass& pass) {
+    if constexpr (Max >= 1) {
+        if (n == Max) return pass(std::integral_constant<int, Max>{});
+        pass_of<Max - 1>(n, pass);
+    }
+}
+
+// The AVX-512 passes over rows [r0, r1): per group of 16 rows, NT tokens a
+// pass and then the tail; pass(nt, w, nb, r, t, keep) multiplies tokens
+// t.. t + nt - 1 (nt an integral_constant), storing the rows in `keep`.
+template <class P, int NT, class Pass>
+void groups512(const gemm_args& a, int64_t r0, int64_t r1, const Pass& pass) {
+    by_groups<P>(a, r0, r1, NT, [&](const P* w, int64_t nb, int64_t r, int n, int64_t t0, int64_t t1) {
+        const auto keep = static_cast<__mmask16>((1u << n) - 1);
+        int64_t t = t0;
+        for (; t + NT <= t1; t += NT) pass(std::integral_constant<int, NT>{}, w, nb, r, t, keep);
+        pass_of<NT - 1>(t1 - t, [&](auto nt) { pass(nt, w, nb, r, t, keep); });
+    });
+}
+
+// The AVX2 passes: a group as two halves of 8 rows. With BothHalves, a
+// batch of 1 or 2 tokens takes both halves a pass (nh = 2); otherwise each
+// half takes NT tokens a pass and then the tail (nh = 1).
+// pass(nt, nh, w, nb, h0, r, t, keep0, keep1): halves h0.. h0 + nh - 1.
+template <class P, int NT, bool BothHalves, class Pass>
+void groups256(const gemm_args& a, int64_t r0, int64_t r1, const Pass& pass) {
+    using one = std::integral_constant<int, 1>;
+    using two = std::integral_constant<int, 2>;
+    by_groups<P>(a, r0, r1, NT, [&](const P* w, int64_t nb, int64_t r, int n, int64_t t0, int64_t t1) TACHYON_PACKED_AVX2 {
+        const auto keep = [n](int h) TACHYON_PACKED_AVX2 {
+            return _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * h), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        };
+        if constexpr (BothHalves) {
+            if (t1 - t0 <= 2 && n > 8) {
+                if (t1 - t0 == 2) return pass(two{}, two{}, w, nb, 0, r, t0, keep(0), keep(1));
+                return pass(one{}, two{}, w, nb, 0, r, t0, keep(0), keep(1));
+            }
+        }
+        for (int h = 0; h < 2 && 8 * h < n; ++h) {
+            int64_t t = t0;
+            for (; t + NT <= t1; t += NT) pass(std::integral_constant<int, NT>{}, one{}, w, nb, h, r, t, keep(h), keep(h));
+            pass_of<NT - 1>(t1 - t, [&](auto nt) TACHYON_PACKED_AVX2 { pass(nt, one{}, w, nb, h, r, t, keep(h), keep(h)); });
+        }
+    });
 }
 
 }  // namespace tachyon::detail
