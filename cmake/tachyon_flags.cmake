@@ -52,8 +52,15 @@ target_compile_definitions(tachyon_flags INTERFACE TACHYON_VERSION="${PROJECT_VE
 # Asio, Beast and simdjson headers and their templates, most of the time of
 # each file, are then compiled once a batch. Names in a file's anonymous
 # namespace must therefore be unique across its library.
+# SANITIZE_O0: under the sanitizers (TACHYON_SANITIZE) the library is built
+# at -O0. For the Asio/Beast coroutine code of tools and runtime clang's
+# -O1 with ASan and UBSan is most of the sanitize build: runtime's largest
+# batch took 103 s at -O1 and 52 s at -O0, and most of the suite's time is
+# in processes, sockets and the kernels (inference keeps -O1). simdjson's
+# development checks, which follow __OPTIMIZE__ and change its parsers'
+# layout, stay off as in every other library and test.
 function(tachyon_add_library name dir)
-  cmake_parse_arguments(arg "UNITY" "" "LINK;EXCLUDE" ${ARGN})
+  cmake_parse_arguments(arg "UNITY;SANITIZE_O0" "" "LINK;EXCLUDE" ${ARGN})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${dir}/*.cpp)
   foreach(ex IN LISTS arg_EXCLUDE)
     list(FILTER sources EXCLUDE REGEX "${ex}")
@@ -64,6 +71,10 @@ function(tachyon_add_library name dir)
   endif()
   if(arg_UNITY AND TACHYON_UNITY)
     set_target_properties(${name} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  endif()
+  if(arg_SANITIZE_O0 AND TACHYON_SANITIZE)
+    target_compile_options(${name} PRIVATE -O0)
+    target_compile_definitions(${name} PRIVATE SIMDJSON_DEVELOPMENT_CHECKS=0)
   endif()
   # The flags are for building tachyon, not for who links it (an installed package carries none).
   target_link_libraries(${name} PUBLIC $<BUILD_INTERFACE:tachyon_flags> ${arg_LINK})
