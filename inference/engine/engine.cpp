@@ -114,7 +114,7 @@ private:
 engine::engine(std::unique_ptr<model> m, const engine_options& options)
     : model_(std::move(m)),
       options_(options),
-      ctx_(std::make_unique<kernel_context>(engine_threads(*model_, options.n_threads))),
+      ctx_(std::make_unique<kernel_context>(engine_threads(options.n_threads))),
       kv_(kv_config_for(*model_, options)),
       draft_cost_(options.max_batch_tokens) {
     if (options.prefix_cache) prefix_ = std::make_unique<prefix_cache>(options.block_size);
@@ -126,10 +126,8 @@ engine::engine(std::unique_ptr<model> m, const engine_options& options)
     thread_ = std::thread([this] { loop(); });
 }
 
-int engine_threads(const model& m, int n_threads) {
-    if (n_threads > 0) return n_threads;
-    const size_t largest = m.largest_matrix_bytes();
-    return largest == 0 ? 1 : default_threads(largest);  // 0: nothing to size it by
+int engine_threads(int n_threads) {
+    return n_threads > 0 ? n_threads : default_threads();
 }
 
 int engine::n_threads() const { return ctx_->n_threads(); }

@@ -33,14 +33,12 @@ namespace tachyon {
 
 class kernel_context;
 
-// The kernel threads an engine over `m` runs when asked for `n_threads`:
-// that many, or for 0 default_threads of the model's largest matrix (1 for a
-// model whose matmuls are all too small to split, one per hardware thread
-// otherwise).
-int engine_threads(const model& m, int n_threads);
+// The kernel threads an engine runs on when asked for `n_threads`: that
+// many, or for 0 default_threads().
+int engine_threads(int n_threads);
 
 struct engine_options {
-    int n_threads = 0;          // kernel threads; 0: as many as pay for the model (engine_threads)
+    int n_threads = 0;          // kernel threads; 0: one per hardware thread (engine_threads)
     int n_ctx = 4096;           // KV positions, all sessions together
     int block_size = 16;        // KV positions per block
     bool kv_f16 = true;         // K and V held as fp16 (half the memory and the bytes attention reads); false: f32

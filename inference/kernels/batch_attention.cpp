@@ -7,7 +7,20 @@
 #include "base/assert.h"
 
 namespace tachyon {
+
 namespace {
+
+// A layer's attention tiles are split over the threads only when each part
+// gets at least this many multiply-adds (a few microseconds), as a matmul
+// only from min_parallel_matmul_bytes: below it waking the other thread
+// costs more than it saves. Before, 16 Ki multiply-adds a part were enough,
+// and the shipped 1M model (head size 32, 2 KV heads) split every layer's
+// two tiles at 64 positions: its decode on two threads was 15 % slower
+// than on one. Measured with `tachyon bench decode -m incident-analyst.gguf
+// -p 64 -n 128 -d D`, tg128 on 2 threads against 1 (Zen 5, 2 cores): at
+// D = 0 even, 256 1.04x, 512 1.07x, 1024 1.10x, 2048 1.14x; pp64 1.2-1.65x.
+// 64 and 256 Ki measured the same within noise.
+constexpr int64_t min_parallel_attention_macs = int64_t{1} << 17;
 
 // What a chunk of 32 positions of a sequence's tile copy was made from:
 // its two blocks (-1 past the sequence), their write generations, and how
@@ -174,8 +187,16 @@ void batch_attention::run(kernel_context& ctx, const attention_batch& batch, kv_
             }
         });
     }
-    // Split only when the work pays for the fan-out: ~positions × head_dim × rows per tile.
-    const int64_t grain = std::max<int64_t>(1, 16384 / (static_cast<int64_t>(max_pos + 1) * hd * max_attention_rows));
+    // Split only when the work pays for the fan-out: each part at least
+    // min_parallel_attention_macs multiply-adds (q.k and p.v of its tiles'
+    // rows over the positions they see).
+    int64_t macs = 0;
+    for (const tile& tl : tiles)
+        macs += static_cast<int64_t>(batch.positions[tl.t0 + static_cast<size_t>(tl.n_tokens) - 1] + 1) * tl.n_tokens * tl.n_heads;
+    macs *= 2 * static_cast<int64_t>(hd);
+    const int64_t n_tiles = static_cast<int64_t>(tiles.size());
+    const int64_t grain =
+        macs < 2 * min_parallel_attention_macs ? n_tiles : std::max<int64_t>(1, n_tiles * min_parallel_attention_macs / macs);
     const std::vector<tile>& work = tiles;
     ctx.parallel_for(static_cast<int64_t>(work.size()), grain, [&](int64_t begin, int64_t end) {
         thread_local std::vector<float> scores;          // [max_attention_rows, max_pos + 1]

@@ -455,10 +455,7 @@ int matmul_threads(const kernel_context& ctx, tensor_type weight, int64_t n_rows
     return work < static_cast<double>(min_parallel_matmul_bytes) ? 1 : ctx.n_threads();
 }
 
-int default_threads(size_t largest_matmul_bytes) {
-    if (largest_matmul_bytes < min_parallel_matmul_bytes) return 1;
-    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
+int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
 namespace {
 

@@ -396,12 +396,8 @@ TEST_CASE("a matmul splits over the threads only from min_parallel_matmul_bytes 
     CHECK(matmul_threads(two, tensor_type::f32, 16, 1 << 16, 8) == 1);
 }
 
-TEST_CASE("the default thread count is 1 for a model whose matmuls are all too small to split") {
-    CHECK(default_threads(0) == 1);
-    CHECK(default_threads(min_parallel_matmul_bytes - 1) == 1);
-    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    CHECK(default_threads(min_parallel_matmul_bytes) == hw);
-    CHECK(default_threads(size_t{256} << 20) == hw);
+TEST_CASE("the default thread count is one per hardware thread (each matmul and attention decides whether to split)") {
+    CHECK(default_threads() == static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
 
 TEST_CASE("matmul with weights packed as panels matches the double-precision reference on one and two threads") {
