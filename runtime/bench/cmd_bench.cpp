@@ -290,7 +290,7 @@ cli::command_spec make_bench_decode_command() {
         {"n-prompt", 'p', cli::option_kind::value, "N", "512", "prompt tokens for the pp test (0: skip)"},
         {"depth", 'd', cli::option_kind::value, "N", "0", "tokens of context before each test, not timed (llama-bench -d)"},
         {"n-gen", 'n', cli::option_kind::value, "N", "128", "generated tokens for the tg test (0: skip)"},
-        {"threads", 't', cli::option_kind::value, "N", "0", "kernel threads (0: 1 for a model too small to split, else one per hardware thread)"},
+        {"threads", 't', cli::option_kind::value, "N", "0", "kernel threads (0: one per hardware thread; a call too small to pay for the fan-out runs on one)"},
         {"repetitions", 'r', cli::option_kind::value, "N", "5", "measured repetitions per test"},
         {"batch", 'b', cli::option_kind::value, "B", "1", "concurrent generation streams (aggregate tokens/s)"},
         {"json", 0, cli::option_kind::flag, "", "", "print one JSON object"},

@@ -189,7 +189,7 @@ cli::command_spec make_generate_command() {
         {"min-p", 0, cli::option_kind::value, "P", "0.05", "min-p (0: off)"},
         {"repeat-penalty", 0, cli::option_kind::value, "R", "1.0", "repetition penalty (1: off)"},
         {"seed", 's', cli::option_kind::value, "S", "0", "random seed"},
-        {"threads", 't', cli::option_kind::value, "N", "0", "kernel threads (0: 1 for a model too small to split, else one per hardware thread)"},
+        {"threads", 't', cli::option_kind::value, "N", "0", "kernel threads (0: one per hardware thread; a call too small to pay for the fan-out runs on one)"},
         {"ids", 0, cli::option_kind::flag, "", "", "print the generated token ids instead of text"},
         {"chat", 0, cli::option_kind::flag, "", "", "render the prompt as a user message with the chat template"},
         {"chat-format", 0, cli::option_kind::value, "NAME", "", "a chat format (chatml, qwen3, llama3.1, mistral, ...), overriding the template's"},
