@@ -47,7 +47,7 @@ int mcp_serve_command(const cli::parsed_args& args) {
     auto threads = args.get_int("threads");
     auto ctx = args.get_int("ctx");
     auto workers = args.get_int("max-calls");
-    if (!threads || *threads < 1) return mcp_complain(mcp_exit_usage, "--threads must be a positive integer");
+    if (!threads || *threads < 0) return mcp_complain(mcp_exit_usage, "--threads: expected an integer >= 0 (0: one per hardware thread)");
     if (!ctx || *ctx < 256) return mcp_complain(mcp_exit_usage, "--ctx must be an integer >= 256");
     if (!workers || *workers < 1) return mcp_complain(mcp_exit_usage, "--max-calls must be a positive integer");
 
@@ -131,7 +131,7 @@ cli::command_spec make_mcp_serve_command() {
         {"settings", 's', cli::option_kind::multi, "NAME=JSON", "", "more settings of tool NAME, as an agent file gives them"},
         {"journal-dir", 0, cli::option_kind::value, "DIR", "runs", "where agent runs' journals are written"},
         {"max-calls", 0, cli::option_kind::value, "N", "4", "tool and agent calls running at once"},
-        {"threads", 't', cli::option_kind::value, "N", "1", "inference threads per model"},
+        {"threads", 't', cli::option_kind::value, "N", "0", "inference threads per model (0: one per hardware thread; a call too small to pay for the fan-out runs on one)"},
         {"ctx", 'c', cli::option_kind::value, "N", "16384", "KV positions per model"},
         {"kv-f32", 0, cli::option_kind::flag, "", "", "hold the KV cache in f32 (default fp16: half the memory and the bytes attention reads)"},
         {"otlp-endpoint", 0, cli::option_kind::value, "URL", "", "export spans of calls and runs as OTLP/HTTP JSON to URL/v1/traces (else OTEL_EXPORTER_OTLP_ENDPOINT)"},

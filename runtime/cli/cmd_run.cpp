@@ -135,7 +135,7 @@ int run_command(const cli::parsed_args& args) {
         req.switches.constrain = !args.flag("no-constrain");
     }
     auto threads = args.get_int("threads");
-    if (!threads || *threads < 1) return fail("--threads must be a positive integer");
+    if (!threads || *threads < 0) return fail("--threads: expected an integer >= 0 (0: one per hardware thread)");
 
     // Tracing, when OTEL_EXPORTER_OTLP_ENDPOINT or --otlp-endpoint names a collector.
     auto tracer = telemetry::tracer_from_env(args.get_or("otlp-endpoint", ""));
@@ -205,7 +205,7 @@ cli::command_spec make_run_command() {
         {"input", 'i', cli::option_kind::multi, "KEY=VALUE", "", "value for a {placeholder} of the agent"},
         {"json", 0, cli::option_kind::flag, "", "", "print one JSON object (state, answer, verified, steps, timings, run id)"},
         {"journal-dir", 0, cli::option_kind::value, "DIR", "runs", "where journals are written"},
-        {"threads", 't', cli::option_kind::value, "N", "1", "inference threads"},
+        {"threads", 't', cli::option_kind::value, "N", "0", "inference threads (0: one per hardware thread; a call too small to pay for the fan-out runs on one)"},
         {"otlp-endpoint", 0, cli::option_kind::value, "URL", "", "export the run's spans as OTLP/HTTP JSON to URL/v1/traces (else OTEL_EXPORTER_OTLP_ENDPOINT)"},
         {"no-early-dispatch", 0, cli::option_kind::flag, "", "", "start tools only after the turn ends"},
         {"no-parallel-tools", 0, cli::option_kind::flag, "", "", "run the calls of a turn one at a time"},

@@ -54,7 +54,7 @@ int serve_command(const cli::parsed_args& args) {
     auto max_runs = args.get_int("max-runs");
     auto max_body = args.get_int("max-body");
     auto io_threads = args.get_int("io-threads");
-    if (!threads || *threads < 1) return fail("--threads must be a positive integer");
+    if (!threads || *threads < 0) return fail("--threads: expected an integer >= 0 (0: one per hardware thread)");
     if (!ctx || *ctx < 256) return fail("--ctx must be an integer >= 256");
     if (!max_requests || *max_requests < 1) return fail("--max-requests must be a positive integer");
     if (!max_runs || *max_runs < 1) return fail("--max-runs must be a positive integer");
@@ -235,7 +235,7 @@ cli::command_spec make_serve_command() {
          "PostgreSQL database (postgresql://user@host/db): POST /v1/runs queues runs for `tachyon worker`s, runs are read from there"},
         {"data-root", 0, cli::option_kind::multi, "DIR", "",
          "directory that path inputs of runs must resolve inside (none: path inputs are refused)"},
-        {"threads", 't', cli::option_kind::value, "N", "1", "inference threads per model"},
+        {"threads", 't', cli::option_kind::value, "N", "0", "inference threads per model (0: one per hardware thread; a call too small to pay for the fan-out runs on one)"},
         {"ctx", 'c', cli::option_kind::value, "N", "32768", "KV positions per model, all requests together"},
         {"kv-f32", 0, cli::option_kind::flag, "", "", "hold the KV cache in f32 (default fp16: half the memory and the bytes attention reads)"},
         {"io-threads", 0, cli::option_kind::value, "N", "1", "HTTP event loop threads"},

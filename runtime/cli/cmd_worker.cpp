@@ -73,7 +73,7 @@ int worker_command(const cli::parsed_args& args) {
     if (!concurrency || *concurrency < 1 || *concurrency > 256) return fail("--concurrency: expected an integer in [1, 256]");
     if (!lease || *lease < 30) return fail("--lease-ms: expected an integer >= 30 (the lease is renewed every third of it)");
     if (!poll || *poll < 1) return fail("--poll-ms: expected a positive integer");
-    if (!threads || *threads < 0) return fail("--threads: expected an integer >= 0 (0: automatic)");
+    if (!threads || *threads < 0) return fail("--threads: expected an integer >= 0 (0: one per hardware thread)");
     if (!ctx || *ctx < 256) return fail("--ctx: expected an integer >= 256");
     o.agents_dir = args.get_or("agents", "agents");
     o.concurrency = static_cast<int>(*concurrency);
@@ -142,7 +142,7 @@ cli::command_spec make_worker_command() {
         {"owner", 0, cli::option_kind::value, "NAME", "", "this worker's name in the runs' lease_owner (default <host>:<pid>)"},
         {"exit-when-idle", 0, cli::option_kind::flag, "", "", "stop once no run is left to claim and none is going"},
         {"usage", 0, cli::option_kind::flag, "", "", "print what the runs take in the database (bytes per run) and exit"},
-        {"threads", 't', cli::option_kind::value, "N", "1", "inference threads per model (0: automatic)"},
+        {"threads", 't', cli::option_kind::value, "N", "0", "inference threads per model (0: one per hardware thread; a call too small to pay for the fan-out runs on one)"},
         {"ctx", 'c', cli::option_kind::value, "N", "32768", "KV positions per model, all runs together"},
         {"kv-f32", 0, cli::option_kind::flag, "", "", "hold the KV cache in f32 (default fp16: half the memory and the bytes attention reads)"},
         {"otlp-endpoint", 0, cli::option_kind::value, "URL", "", "export the runs' spans as OTLP/HTTP JSON to URL/v1/traces (else OTEL_EXPORTER_OTLP_ENDPOINT)"},
