@@ -299,7 +299,12 @@ TEST_CASE("http_server: graceful shutdown finishes the request in flight, then r
     // A long scripted answer, streamed: shutdown waits for it.
     fixture f({}, 1, nullptr, scripted_host(1, std::string(300, 'a')));
     auto pending = std::async(std::launch::async, [&] { return send(f.port, bhttp::verb::post, "/v1/chat/completions", chat_body(true)); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // Shut down once the request is in flight (a fixed sleep lost that race
+    // on a loaded machine, and the request met the shutdown's 503 instead).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (f.stats.render({}, {}).find("tachyon_chat_requests_in_flight 1\n") == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     f.server->shutdown();
     auto r = pending.get();
     CHECK(r.status == 200);
