@@ -34,6 +34,7 @@ class decoder_model final : public model {
 public:
     void forward(kernel_context& ctx, const forward_batch& batch, kv_cache& kv, float* logits) override;
     size_t largest_matrix_bytes() const override;
+    std::vector<std::span<const std::byte>> decode_reads() const override;
 
     status bind(std::unique_ptr<gguf_file> file, const arch_traits& traits, const load_options& options);
 
@@ -242,6 +243,19 @@ size_t decoder_model::largest_matrix_bytes() const {
         for (const weight_ref* w : {&L.attn.wq, &L.attn.wk, &L.attn.wv, &L.attn.wqkv, &L.attn.wo, &L.ffn.gate, &L.ffn.up, &L.ffn.down})
             if (w->data != nullptr) largest = std::max(largest, w->bytes());
     return largest;
+}
+
+std::vector<std::span<const std::byte>> decoder_model::decode_reads() const {
+    std::vector<std::span<const std::byte>> out;
+    const auto add = [&](const weight_ref& w) {
+        if (w.data == nullptr) return;
+        if (w.panels != nullptr) out.emplace_back(w.panels, panels_bytes(w.type, w.n_rows, w.n_cols));
+        else out.emplace_back(static_cast<const std::byte*>(w.data), w.bytes());
+    };
+    for (const auto& L : layers_)
+        for (const weight_ref* w : {&L.attn.wq, &L.attn.wk, &L.attn.wv, &L.attn.wqkv, &L.attn.wo, &L.ffn.gate, &L.ffn.up, &L.ffn.down}) add(*w);
+    add(output_);
+    return out;
 }
 
 void decoder_model::dequantize_all() {

@@ -157,6 +157,12 @@ public:
     // What a matmul split across threads is sized by.
     virtual size_t largest_matrix_bytes() const { return 0; }
 
+    // The memory the matrices of one decoded token read: each matrix's
+    // panels where it is packed, else its bytes in place (the output
+    // projection included; the token embeddings, of which a token reads one
+    // row, not). Empty when unknown.
+    virtual std::vector<std::span<const std::byte>> decode_reads() const { return {}; }
+
 protected:
     model_hparams hparams_;
     std::unique_ptr<gguf_file> file_;

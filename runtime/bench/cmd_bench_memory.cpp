@@ -72,8 +72,8 @@ int bench_memory(const cli::parsed_args& args) {
     } else {
         std::printf("caches: L1d %s, L2 %s, L3 %s; kernels %s\n", size_text(c.l1d).c_str(), size_text(c.l2).c_str(), size_text(c.l3).c_str(),
                     std::string(to_string(default_isa())).c_str());
-        std::printf("| %10s | %7s | %10s |\n", "buffer", "threads", "GB/s");
-        std::printf("| %10s | %7s | %10s |\n", "----------", "-------", "----------");
+        std::printf("| %10s | %7s | %10s | %7s |\n", "buffer", "threads", "GB/s", "streams");
+        std::printf("| %10s | %7s | %10s | %7s |\n", "----------", "-------", "----------", "-------");
     }
     bool first = true;
     for (int t : *threads) {
@@ -81,9 +81,9 @@ int bench_memory(const cli::parsed_args& args) {
         for (size_t s : sizes) {
             const bandwidth_sample r = measure_read_bandwidth(ctx, s, *seconds);
             if (json) {
-                js << (first ? "" : ", ") << "{\"bytes\": " << r.bytes << ", \"threads\": " << r.n_threads << ", \"gb_per_s\": " << r.gb_per_s << "}";
+                js << (first ? "" : ", ") << "{\"bytes\": " << r.bytes << ", \"threads\": " << r.n_threads << ", \"gb_per_s\": " << r.gb_per_s << ", \"streams\": " << r.streams << "}";
             } else {
-                std::printf("| %10s | %7d | %10.1f |\n", size_text(r.bytes).c_str(), r.n_threads, r.gb_per_s);
+                std::printf("| %10s | %7d | %10.1f | %7d |\n", size_text(r.bytes).c_str(), r.n_threads, r.gb_per_s, r.streams);
                 std::fflush(stdout);
             }
             first = false;

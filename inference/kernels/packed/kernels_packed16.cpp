@@ -46,9 +46,11 @@ TACHYON_PROMPT_AVX2 inline void prefetch_packed16(const char* group, int64_t b) 
 // As tokens16, from a packed group: the quants as they are (q8_0), their
 // nibbles (q4_0; q5_0 with its fifth bits or-ed in) or the
 // nibbles looked up as the levels + 128 (iq4_nl); the scales as fp16.
-template <class B, int NT>
-TACHYON_PROMPT_AVX512 void packed_tokens16(const gemm_args& a, const std::byte* group, int64_t nb, const act_sums& s, int64_t r, int64_t t,
-                                           __mmask16 keep, bool prefetch) {
+// G groups (rows r[g].. of group[g]) a pass: each line of a block in turn
+// from every group.
+template <class B, int NT, int G = 1>
+TACHYON_PROMPT_AVX512 void packed_tokens16(const gemm_args& a, const std::byte* const (&group)[G], int64_t nb, const act_sums& s,
+                                           const int64_t (&r)[G], int64_t t, const __mmask16 (&keep)[G], bool prefetch) {
     using P = packed16<B>;
     using XB = typename prompt_type<B>::act;
     const int8_t* xq[NT];  // token j's quants of block 0; block b is b * sizeof(XB) bytes on
@@ -56,75 +58,130 @@ TACHYON_PROMPT_AVX512 void packed_tokens16(const gemm_args& a, const std::byte* 
     const float* dx = s.d.data() + t;  // block b, token j: dx[b * n_tokens + j]
     const int32_t* start = s.start.data() + t;
     [[maybe_unused]] const float* xs = P::min ? s.s.data() + t : nullptr;  // q8_1's d * sum of the quants
-    const char* quants = reinterpret_cast<const char*>(group);
-    const char* scales = quants + static_cast<size_t>(nb) * P::main;
+    const char* quants[G];
+    const char* scales[G];
+    for (int g = 0; g < G; ++g) {
+        quants[g] = reinterpret_cast<const char*>(group[g]);
+        scales[g] = quants[g] + static_cast<size_t>(nb) * P::main;
+    }
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     [[maybe_unused]] const __m512i sixteen = _mm512_set1_epi8(0x10);
     [[maybe_unused]] const __m512i level_bytes = _mm512_xor_si512(
         _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values))), _mm512_set1_epi8(static_cast<char>(0x80)));
-    __m512 acc[NT];
+    __m512 acc[G][NT];
 #pragma GCC unroll 8
-    for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
+    for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+        for (int j = 0; j < NT; ++j) acc[g][j] = _mm512_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        const char* q = quants + b * static_cast<int64_t>(P::main);
-        if (prefetch) prefetch_packed16<B>(quants, b);
         const size_t xo = static_cast<size_t>(b) * sizeof(XB);
-        __m512i sum[NT];
+        const char* q[G];
+        __m512i sum[G][NT];
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+            q[g] = quants[g] + b * static_cast<int64_t>(P::main);
+            if (prefetch) prefetch_packed16<B>(quants[g], b);
 #pragma GCC unroll 8
-        for (int j = 0; j < NT; ++j) sum[j] = _mm512_set1_epi32(start[b * a.n_tokens + j]);
+            for (int j = 0; j < NT; ++j) sum[g][j] = _mm512_set1_epi32(start[b * a.n_tokens + j]);
+        }
         if constexpr (P::nibbles) {
 #pragma GCC unroll 4
             for (int m = 0; m < 4; ++m) {
-                const __m512i v = _mm512_load_si512(q + 64 * m);
-                __m512i lo = _mm512_and_si512(v, low4);
-                __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-                if constexpr (P::levels) {
-                    lo = _mm512_shuffle_epi8(level_bytes, lo);
-                    hi = _mm512_shuffle_epi8(level_bytes, hi);
-                }
-                if constexpr (P::fifth) {
-                    // lo | (bits shifted & 0x10): the fifth bits of dword m's elements at bit 4 of each byte
-                    const __m512i bits = _mm512_load_si512(q + 256);
-                    lo = _mm512_ternarylogic_epi32(lo, _mm512_slli_epi32(bits, 4 - m), sixteen, 0xf8);
-                    hi = _mm512_ternarylogic_epi32(hi, _mm512_srli_epi32(bits, m), sixteen, 0xf8);
-                }
+#pragma GCC unroll 4
+                for (int g = 0; g < G; ++g) {
+                    const __m512i v = _mm512_load_si512(q[g] + 64 * m);
+                    __m512i lo = _mm512_and_si512(v, low4);
+                    __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+                    if constexpr (P::levels) {
+                        lo = _mm512_shuffle_epi8(level_bytes, lo);
+                        hi = _mm512_shuffle_epi8(level_bytes, hi);
+                    }
+                    if constexpr (P::fifth) {
+                        // lo | (bits shifted & 0x10): the fifth bits of dword m's elements at bit 4 of each byte
+                        const __m512i bits = _mm512_load_si512(q[g] + 256);
+                        lo = _mm512_ternarylogic_epi32(lo, _mm512_slli_epi32(bits, 4 - m), sixteen, 0xf8);
+                        hi = _mm512_ternarylogic_epi32(hi, _mm512_srli_epi32(bits, m), sixteen, 0xf8);
+                    }
 #pragma GCC unroll 8
-                for (int j = 0; j < NT; ++j) {
-                    sum[j] = _mm512_dpbusd_epi32(sum[j], lo, _mm512_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m))));
-                    sum[j] = _mm512_dpbusd_epi32(sum[j], hi, _mm512_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 16 + 4 * m))));
+                    for (int j = 0; j < NT; ++j) {
+                        sum[g][j] = _mm512_dpbusd_epi32(sum[g][j], lo, _mm512_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m))));
+                        sum[g][j] = _mm512_dpbusd_epi32(sum[g][j], hi, _mm512_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 16 + 4 * m))));
+                    }
                 }
             }
         } else {
 #pragma GCC unroll 8
             for (int m = 0; m < 8; ++m) {
-                const __m512i v = _mm512_load_si512(q + 64 * m);
+#pragma GCC unroll 4
+                for (int g = 0; g < G; ++g) {
+                    const __m512i v = _mm512_load_si512(q[g] + 64 * m);
 #pragma GCC unroll 8
-                for (int j = 0; j < NT; ++j)
-                    sum[j] = _mm512_dpbusd_epi32(sum[j], v, _mm512_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m))));
+                    for (int j = 0; j < NT; ++j)
+                        sum[g][j] = _mm512_dpbusd_epi32(sum[g][j], v, _mm512_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m))));
+                }
             }
         }
-        const char* sc = scales + b * static_cast<int64_t>(P::scale_bytes);
-        const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc)));
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+            const char* sc = scales[g] + b * static_cast<int64_t>(P::scale_bytes);
+            const __m512 dw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc)));
 #pragma GCC unroll 8
-        for (int j = 0; j < NT; ++j)
-            acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[j]), _mm512_mul_ps(dw, _mm512_set1_ps(dx[b * a.n_tokens + j])), acc[j]);
-        if constexpr (P::min) {
-            const __m512 mw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc + 32)));
+            for (int j = 0; j < NT; ++j)
+                acc[g][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[g][j]), _mm512_mul_ps(dw, _mm512_set1_ps(dx[b * a.n_tokens + j])), acc[g][j]);
+            if constexpr (P::min) {
+                const __m512 mw = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(sc + 32)));
 #pragma GCC unroll 8
-            for (int j = 0; j < NT; ++j) acc[j] = _mm512_fmadd_ps(mw, _mm512_set1_ps(xs[b * a.n_tokens + j]), acc[j]);
+                for (int j = 0; j < NT; ++j) acc[g][j] = _mm512_fmadd_ps(mw, _mm512_set1_ps(xs[b * a.n_tokens + j]), acc[g][j]);
+            }
         }
     }
 #pragma GCC unroll 8
-    for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(a.y + (t + j) * a.ldy + r, keep, acc[j]);
+    for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+        for (int j = 0; j < NT; ++j) _mm512_mask_storeu_ps(a.y + (t + j) * a.ldy + r[g], keep[g], acc[g][j]);
 }
 
 template <class B, int NT = nt16 - 1>
 TACHYON_PROMPT_AVX512 void packed_tail16(const gemm_args& a, const std::byte* group, int64_t nb, const act_sums& s, int64_t r, int64_t t,
                                          __mmask16 keep, int64_t n, bool prefetch) {
     if constexpr (NT >= 1) {
-        if (n == NT) return packed_tokens16<B, NT>(a, group, nb, s, r, t, keep, prefetch);
+        if (n == NT) return packed_tokens16<B, NT>(a, {group}, nb, s, {r}, t, {keep}, prefetch);
         packed_tail16<B, NT - 1>(a, group, nb, s, r, t, keep, n, prefetch);
     }
+}
+
+// One token against rows [r0, r1) as S streams: the groups split into S
+// runs of consecutive groups, and a pass takes the next group of every
+// run, line by line in turn, so S stretches of memory are read at once. One
+// stretch at a time leaves the core's requests to one hardware stream.
+// q8_0 (512 bytes of quants a block) reads faster so, the nibble types not
+// (Zen 5, one thread, `tachyon bench matmul --type T --tokens 1 --mib 512`,
+// three alternating rounds, GB/s, one stretch -> four: q8_0 24.3-27.7 ->
+// 29.4-31.3, q4_0 24.7-32.4 -> 25.3-25.4, q5_0 23.0-30.4 -> 23.3, iq4_nl
+// 26.2-28.0 -> 25.6-27.4; decode of the 220M shape, tg64: q8_0 85-103 ->
+// 112-132 t/s, q4_0 239-257 -> 206-224). The last n_groups % S groups go
+// one at a time.
+template <class B>
+constexpr int packed16_streams = std::is_same_v<B, block_q8_0> ? 4 : 1;
+
+template <class B, int S>
+void one_token_streams(const gemm_args& a, int64_t r0, int64_t r1, int64_t nb, const act_sums& s, size_t group_bytes) {
+    const int64_t n_groups = (r1 - r0 + 15) / 16;
+    const int64_t run = n_groups / S;
+    const auto keep_of = [&](int64_t r) { return static_cast<__mmask16>((1u << std::min<int64_t>(16, r1 - r)) - 1); };
+    for (int64_t i = 0; i < run; ++i) {
+        const std::byte* groups[S];
+        int64_t rs[S];
+        __mmask16 keeps[S];
+        for (int k = 0; k < S; ++k) {
+            rs[k] = r0 + 16 * (k * run + i);
+            groups[k] = a.panels + static_cast<size_t>(rs[k] / 16) * group_bytes;
+            keeps[k] = keep_of(rs[k]);
+        }
+        packed_tokens16<B, 1, S>(a, groups, nb, s, rs, 0, keeps, true);
+    }
+    for (int64_t r = r0 + 16 * S * run; r < r1; r += 16)
+        packed_tokens16<B, 1>(a, {a.panels + static_cast<size_t>(r / 16) * group_bytes}, nb, s, {r}, 0, {keep_of(r)}, true);
 }
 
 // Rows [r0, r1) (r0 a multiple of 16) from the packed groups at a.panels,
@@ -135,6 +192,8 @@ void gemm_packed16(const gemm_args& a, int64_t r0, int64_t r1) {
     thread_local act_sums s;
     sum_activations<typename prompt_type<B>::act>(a, nb, prompt_type<B>::offset, s);
     const size_t group_bytes = packed16_group_bytes<B>(a.n_cols);
+    if constexpr (packed16_streams<B> > 1)
+        if (a.n_tokens == 1) return one_token_streams<B, packed16_streams<B>>(a, r0, r1, nb, s, group_bytes);
     const int64_t panel = std::max<int64_t>(nt16, prompt_panel_bytes / static_cast<int64_t>(a.x_row_bytes) / nt16 * nt16);
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += panel) {
         const int64_t t1 = std::min(a.n_tokens, t0 + panel);
@@ -143,7 +202,7 @@ void gemm_packed16(const gemm_args& a, int64_t r0, int64_t r1) {
             const auto keep = static_cast<__mmask16>((1u << std::min<int64_t>(16, r1 - r)) - 1);
             int64_t t = t0;
             // the first pass over the group brings it in; the rest find it in L1 or L2
-            for (; t + nt16 <= t1; t += nt16) packed_tokens16<B, nt16>(a, group, nb, s, r, t, keep, t == t0);
+            for (; t + nt16 <= t1; t += nt16) packed_tokens16<B, nt16>(a, {group}, nb, s, {r}, t, {keep}, t == t0);
             packed_tail16<B>(a, group, nb, s, r, t, keep, t1 - t, t == t0);
         }
     }

@@ -272,6 +272,13 @@ struct columns_tile {
 // columns over two sets of sums, so that 8 multiply-add chains are in
 // flight; 2 tokens fill 8 sums, 4 weights and a broadcast of the 16
 // registers.
+// Groups one token reads at once from the panels (panels_tile::
+// one_token_tiles): Zen 5, TACHYON_KERNELS=avx2, the 220M shape in F16,
+// tg32, four alternating rounds: one group 56.6-59.6 t/s, two 67.1-70.5,
+// three 64.4-77.6, four 59.2-75.6 (16 sums spill); two threads, one group
+// 96.7-97.1, three 111.5-116.0.
+constexpr int one_token_streams2 = 3;
+
 template <class L>
 struct panels_tile {
     static constexpr int rm = 32;
@@ -328,9 +335,53 @@ struct panels_tile {
             }
     }
 
+    // One token against S groups at once (rows r[s].. at p[s]), a column of
+    // each in turn: S stretches of the panels read at once (as the AVX-512
+    // level's one_token_tiles); the S * 4 sums are the multiply-add chains.
+    template <int S>
+    TACHYON_AVX2 static void one_token_tiles(const gemm_args& a, const typename L::elem* const (&p)[S], const int64_t (&r)[S]) {
+        constexpr int64_t lines = 32 * sizeof(typename L::elem) / 64;
+        const float* x = reinterpret_cast<const float*>(a.x);
+        __m256 acc[S][4];
+#pragma GCC unroll 4
+        for (int s = 0; s < S; ++s)
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c) acc[s][c] = _mm256_setzero_ps();
+        for (int64_t k = 0; k < a.n_cols; ++k) {
+            const __m256 xk = _mm256_broadcast_ss(x + k);
+#pragma GCC unroll 4
+            for (int s = 0; s < S; ++s) {
+                const auto* col = p[s] + k * 32;
+                for (int64_t l = 0; l < lines; ++l) _mm_prefetch(reinterpret_cast<const char*>(col) + prefetch_bytes + 64 * l, _MM_HINT_T1);
+#pragma GCC unroll 4
+                for (int c = 0; c < 4; ++c) acc[s][c] = _mm256_fmadd_ps(xk, L::load8(col + 8 * c), acc[s][c]);
+            }
+        }
+#pragma GCC unroll 4
+        for (int s = 0; s < S; ++s)
+#pragma GCC unroll 4
+            for (int c = 0; c < 4; ++c) _mm256_storeu_ps(a.y + r[s] + 8 * c, acc[s][c]);
+    }
+
     // Rows [r0, r_end), whole groups of 32 (r0 a multiple of 32), every token.
     TACHYON_AVX2 static void run(const gemm_args& a, int64_t r0, int64_t r_end) {
         const auto* panels = reinterpret_cast<const typename L::elem*>(a.panels);
+        if (a.n_tokens == 1 && one_token_streams2 > 1) {
+            constexpr int S = one_token_streams2;
+            const int64_t run = (r_end - r0) / rm / S;
+            for (int64_t i = 0; i < run; ++i) {
+                const typename L::elem* p[S];
+                int64_t rs[S];
+                for (int s = 0; s < S; ++s) {
+                    rs[s] = r0 + rm * (s * run + i);
+                    p[s] = panels + rs[s] * a.n_cols;
+                }
+                one_token_tiles<S>(a, p, rs);
+            }
+            // the rest one group at a time, its sums in the same order (two threads give what one does)
+            for (int64_t r = r0 + rm * S * run; r < r_end; r += rm) one_token_tiles<1>(a, {panels + r * a.n_cols}, {r});
+            return;
+        }
         for (int64_t r = r0; r < r_end; r += rm) {
             const auto* p = panels + r * a.n_cols;
             int64_t t = 0;

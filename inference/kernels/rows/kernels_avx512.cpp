@@ -157,6 +157,11 @@ struct float_tile512 {
 // token's x[k] scales into 32 row sums at once; 8 tokens share each column
 // load. No horizontal sums and no conversion per use, which with rows of 128
 // cost the 4 x 4 tile about as much as its multiply-adds.
+#ifndef ONE_TOKEN_STREAMS
+#define ONE_TOKEN_STREAMS 2
+#endif
+constexpr int one_token_streams = ONE_TOKEN_STREAMS;
+
 template <class L>
 struct rows_by_broadcast {
     static constexpr int rm = 32, nt = 8;
@@ -234,6 +239,31 @@ struct rows_by_broadcast {
         }
     }
 
+    // One token against S tiles of 32 rows at once (rows r[s].. at wt[s]),
+    // a column of every tile in turn: S stretches of the panels read at
+    // once, where one tile at a time left the core's requests to one
+    // hardware stream (one_token_streams in kernels_packed16.cpp).
+    template <int S, class P>
+    TACHYON_AVX512 static void one_token_tiles(const gemm_args& a, const typename P::elem* const (&wt)[S], const int64_t (&r)[S]) {
+        const float* x = reinterpret_cast<const float*>(a.x);
+        __m512 lo[S], hi[S];
+#pragma GCC unroll 8
+        for (int s = 0; s < S; ++s) lo[s] = hi[s] = _mm512_setzero_ps();
+        for (int64_t k = 0; k < a.n_cols; ++k) {
+            const __m512 xk = _mm512_set1_ps(x[k]);
+#pragma GCC unroll 8
+            for (int s = 0; s < S; ++s) {
+                lo[s] = _mm512_fmadd_ps(xk, P::load16(wt[s] + k * rm), lo[s]);
+                hi[s] = _mm512_fmadd_ps(xk, P::load16(wt[s] + k * rm + 16), hi[s]);
+            }
+        }
+#pragma GCC unroll 8
+        for (int s = 0; s < S; ++s) {
+            _mm512_storeu_ps(a.y + r[s], lo[s]);
+            _mm512_storeu_ps(a.y + r[s] + 16, hi[s]);
+        }
+    }
+
     // Tokens [t0, t1) against the 32 rows at wt.
     template <class P, bool Stream = false>
     TACHYON_AVX512 static void all_tokens(const gemm_args& a, const typename P::elem* wt, int64_t r, int64_t t0, int64_t t1) {
@@ -288,6 +318,22 @@ struct rows_by_broadcast {
         using elem = typename L::elem;
         const auto* panels = reinterpret_cast<const elem*>(a.panels);
         const int64_t r_end = r0 + (r1 - r0) / rm * rm;
+        if (a.n_tokens == 1 && one_token_streams > 1) {
+            constexpr int S = one_token_streams;
+            const int64_t run = (r_end - r0) / rm / S;
+            for (int64_t i = 0; i < run; ++i) {
+                const elem* wt[S];
+                int64_t rs[S];
+                for (int s = 0; s < S; ++s) {
+                    rs[s] = r0 + rm * (s * run + i);
+                    wt[s] = panels + rs[s] * a.n_cols;
+                }
+                one_token_tiles<S, L>(a, wt, rs);
+            }
+            // the rest one tile at a time, its sums in the same order (two threads give what one does)
+            for (int64_t r = r0 + rm * S * run; r < r_end; r += rm) one_token_tiles<1, L>(a, {panels + r * a.n_cols}, {r});
+            return r_end;
+        }
         if (std::is_same_v<L, load16_f32> || a.n_tokens < min_tokens_convert) {
             const bool stream = a.n_tokens <= max_stream_tokens;
             for (int64_t r = r0; r < r_end; r += rm) {
