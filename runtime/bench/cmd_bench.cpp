@@ -3,6 +3,7 @@
 // repetitions after a warm-up), plus aggregate speed of B concurrent streams.
 // `tachyon bench synth-model`: a random-weight model of a given shape to
 // measure with.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -148,6 +149,20 @@ int bench_decode(const cli::parsed_args& args) {
     const long long n_threads = e.n_threads();  // what -t 0 chose
     const model_hparams& hp = e.get_model().hparams();
 
+    // The read bandwidth from the weights' own pages where the model names
+    // them (a fresh buffer of the same size can lie in memory that reads at
+    // another rate: a VM's, half of it on two threads, and decode then read
+    // "121 %" of it), before the tests and after: this machine's memory
+    // speed drifts by the minute, and the faster of the two counts.
+    const bool measure_bw = *n_gen > 0 && !args.flag("no-bandwidth");
+    const auto reads = e.get_model().decode_reads();
+    const auto read_bandwidth = [&] {
+        kernel_context bw_ctx(static_cast<int>(n_threads));
+        const uint64_t bytes = weight_bytes_per_token(e.get_model().file());
+        return (reads.empty() ? measure_read_bandwidth(bw_ctx, bytes, 0.5) : measure_read_bandwidth(bw_ctx, reads, 0.5)).gb_per_s;
+    };
+    const double bw_before = measure_bw ? read_bandwidth() : 0.0;
+
     std::vector<series> results;
     if (*n_prompt > 0) {
         series s{"pp" + std::to_string(*n_prompt) + at_depth, {}};
@@ -177,18 +192,12 @@ int bench_decode(const cli::parsed_args& args) {
     const series* tg = nullptr;
     for (const auto& r : results)
         if (r.name.rfind("tg", 0) == 0) tg = &r;
-    if (tg != nullptr && !args.flag("no-bandwidth")) {
+    if (tg != nullptr && measure_bw) {
         // Batched streams share each step's weight reads, not their K/V.
         tg_gb_s = (tg->mean() / static_cast<double>(*batch) * static_cast<double>(bytes_per_token) +
                    tg->mean() * static_cast<double>(kv_per_token)) / 1e9;
-        // Read from the weights' own pages where the model names them: a
-        // fresh buffer of the same size can lie in memory that reads at
-        // another rate (a VM's: half of it on two threads, and decode then
-        // read "121 %" of it).
-        kernel_context bw_ctx(static_cast<int>(n_threads));
-        const auto reads = e.get_model().decode_reads();
         bw_own_pages = !reads.empty();
-        bw_gb_s = (bw_own_pages ? measure_read_bandwidth(bw_ctx, reads, 0.5) : measure_read_bandwidth(bw_ctx, bytes_per_token, 0.5)).gb_per_s;
+        bw_gb_s = std::max(bw_before, read_bandwidth());
     }
 
     std::string name = hp.name.empty() ? path : hp.name;
@@ -197,7 +206,9 @@ int bench_decode(const cli::parsed_args& args) {
         os << "{\"model\": \"" << path << "\", \"n_params_layers\": " << hp.n_layer << ", \"n_embd\": " << hp.n_embd
            << ", \"threads\": " << n_threads << ", \"batch\": " << *batch << ", \"kernels\": \"" << to_string(default_isa())
            << "\", \"weight_bytes_per_token\": " << bytes_per_token << ", \"kv_bytes_per_token\": " << kv_per_token;
-        if (bw_gb_s > 0) os << ", \"tg_weight_gb_per_s\": " << tg_gb_s << ", \"read_bandwidth_gb_per_s\": " << bw_gb_s;
+        if (bw_gb_s > 0)
+            os << ", \"tg_weight_gb_per_s\": " << tg_gb_s << ", \"read_bandwidth_gb_per_s\": " << bw_gb_s
+               << ", \"read_bandwidth_of\": \"" << (bw_own_pages ? "weights" : "buffer") << "\"";
         os << ", \"tests\": [";
         for (size_t i = 0; i < results.size(); ++i) {
             os << (i ? ", " : "") << "{\"test\": \"" << results[i].name << "\", \"tokens_per_s\": " << results[i].mean()

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include "inference/kernels/memory_bandwidth.h"
+
 using namespace tachyon;
 
 namespace {
@@ -570,6 +572,42 @@ TEST_CASE("a model sizes its thread split by its largest matrix as bound: the fi
     auto dequantized = load_model(shipped, exact);
     REQUIRE(dequantized.ok());
     CHECK((*dequantized)->largest_matrix_bytes() == 2 * f16_bytes);
+}
+
+TEST_CASE("a model names the memory one decoded token's matrices read, and bench decode's bandwidth reads exactly it") {
+    const std::string shipped = std::string(TACHYON_SOURCE_DIR) + "/examples/incident/model/incident-analyst.gguf";
+    auto m = load_model(shipped);
+    REQUIRE_MESSAGE(m.ok(), (m.ok() ? "" : m.err().message));
+    const auto& hp = (*m)->hparams();
+    const auto reads = (*m)->decode_reads();
+    // q, k, v, o, gate, up and down of every layer, and the output projection
+    CHECK(reads.size() == static_cast<size_t>(7 * hp.n_layer + 1));
+    // the file's bytes of those matrices (f16): the panels hold the same rows (a tail under 32 rows stays in place)
+    const gguf_file& f = (*m)->file();
+    size_t file_bytes = 0;
+    for (const gguf_tensor_info& t : f.tensors())
+        if (t.shape.size() == 2 && t.name != "token_embd.weight") file_bytes += static_cast<size_t>(t.n_elements()) * 2;
+    if (f.find_tensor("output.weight") == nullptr) file_bytes += static_cast<size_t>(hp.n_vocab) * static_cast<size_t>(hp.n_embd) * 2;
+    size_t total = 0;
+    for (const auto& r : reads) {
+        CHECK(r.data() != nullptr);
+        CHECK(r.size() > 0);
+        total += r.size();
+    }
+    CHECK(total <= file_bytes);
+    CHECK(total >= file_bytes * 9 / 10);
+    // the measurement reads every region from its first 256-byte boundary to its last
+    size_t trimmed = 0;
+    for (const auto& r : reads) {
+        const auto begin = (reinterpret_cast<uintptr_t>(r.data()) + 255) / 256 * 256;
+        const auto end = (reinterpret_cast<uintptr_t>(r.data()) + r.size()) / 256 * 256;
+        if (end > begin) trimmed += end - begin;
+    }
+    kernel_context ctx(2);
+    const bandwidth_sample bw = measure_read_bandwidth(ctx, reads, 0.001);
+    CHECK(bw.bytes == trimmed);
+    CHECK(bw.n_threads == 2);
+    CHECK(bw.gb_per_s > 0);
 }
 
 TEST_CASE("an engine left to choose its threads takes one per hardware thread, and takes a given count as it is") {

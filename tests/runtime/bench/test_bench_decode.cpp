@@ -53,6 +53,20 @@ TEST_CASE("bench decode measures prompt and generation after -d tokens of contex
     CHECK(!doc32["kv_bytes_per_token"].get(kv_bytes));
     CHECK(kv_bytes == 2 * 26752);
 
+    // without --no-bandwidth: the weights' rate against the read bandwidth of their own pages
+    o = tachyon_cli({"bench", "decode", "-m", model, "-p", "0", "-n", "8", "-r", "1", "-t", "1", "--json"});
+    REQUIRE_MESSAGE(o.code == 0, o.err);
+    simdjson::dom::element docbw;
+    REQUIRE(!parser.parse(simdjson::padded_string(o.out)).get(docbw));
+    double read_gb_s = 0, tg_gb_s = 0;
+    std::string_view read_of;
+    CHECK(!docbw["read_bandwidth_gb_per_s"].get(read_gb_s));
+    CHECK(!docbw["tg_weight_gb_per_s"].get(tg_gb_s));
+    CHECK(!docbw["read_bandwidth_of"].get(read_of));
+    CHECK(read_gb_s > 0);
+    CHECK(tg_gb_s > 0);
+    CHECK(read_of == "weights");
+
     o = tachyon_cli({"bench", "decode", "-m", model, "-d", "-5"});
     CHECK(o.code != 0);
     CHECK(o.err.find("-d") != std::string::npos);
