@@ -64,10 +64,11 @@ uint64_t read_scalar(const std::byte* p, size_t n, int streams) {
 }
 
 #if defined(__x86_64__)
+__attribute__((target("avx2"))) inline __m256i at(const std::byte* q) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(q)); }
+
 __attribute__((target("avx2"))) uint64_t read_avx2(const std::byte* p, size_t n, int streams) {
     const size_t part = n / static_cast<size_t>(streams) / 256 * 256;
     __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
-    const auto at = [](const std::byte* q) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(q)); };
     for (size_t i = 0; i < part; i += 256)
         for (int s = 0; s < streams; ++s) {
             const std::byte* q = p + static_cast<size_t>(s) * part + i;

@@ -277,7 +277,7 @@ struct columns_tile {
 // tg32, four alternating rounds: one group 56.6-59.6 t/s, two 67.1-70.5,
 // three 64.4-77.6, four 59.2-75.6 (16 sums spill); two threads, one group
 // 96.7-97.1, three 111.5-116.0.
-constexpr int one_token_streams2 = 3;
+constexpr int one_token_panels = 3;
 
 template <class L>
 struct panels_tile {
@@ -366,8 +366,8 @@ struct panels_tile {
     // Rows [r0, r_end), whole groups of 32 (r0 a multiple of 32), every token.
     TACHYON_AVX2 static void run(const gemm_args& a, int64_t r0, int64_t r_end) {
         const auto* panels = reinterpret_cast<const typename L::elem*>(a.panels);
-        if (a.n_tokens == 1 && one_token_streams2 > 1) {
-            constexpr int S = one_token_streams2;
+        if (a.n_tokens == 1) {
+            constexpr int S = one_token_panels;
             const int64_t run = (r_end - r0) / rm / S;
             for (int64_t i = 0; i < run; ++i) {
                 const typename L::elem* p[S];
