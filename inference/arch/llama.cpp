@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <unordered_set>
+#include <utility>
 
 #include "inference/arch/blocks.h"
 #include "inference/arch/families.h"
@@ -52,6 +53,8 @@ private:
     void dequantize_all();
     void layer(kernel_context& ctx, activations& A, const forward_batch& batch, kv_cache& kv, int il);
     void pack_weights(bool exact);
+    // Every layer's matrices that the file has (not the output or the embeddings).
+    std::vector<const weight_ref*> matrices() const;
     std::vector<weight_ref*> matrices();
 
     // Float weights up to this size in all are packed as panels.
@@ -228,33 +231,35 @@ status decoder_model::check_all_used() const {
     return {};
 }
 
+std::vector<const weight_ref*> decoder_model::matrices() const {
+    std::vector<const weight_ref*> all;
+    for (const auto& L : layers_)
+        for (const weight_ref* w : {&L.attn.wq, &L.attn.wk, &L.attn.wv, &L.attn.wqkv, &L.attn.wo, &L.ffn.gate, &L.ffn.up, &L.ffn.down})
+            if (w->data != nullptr) all.push_back(w);
+    return all;
+}
+
 std::vector<weight_ref*> decoder_model::matrices() {
     std::vector<weight_ref*> all;
-    for (auto& L : layers_)
-        for (weight_ref* w : {&L.attn.wq, &L.attn.wk, &L.attn.wv, &L.attn.wqkv, &L.attn.wo, &L.ffn.gate, &L.ffn.up, &L.ffn.down})
-            if (w->data != nullptr) all.push_back(w);
+    for (const weight_ref* w : std::as_const(*this).matrices()) all.push_back(const_cast<weight_ref*>(w));  // this model's own
     return all;
 }
 
 size_t decoder_model::largest_matrix_bytes() const {
     // the token embeddings are looked up, not multiplied, unless they are the output too
     size_t largest = output_.bytes();
-    for (const auto& L : layers_)
-        for (const weight_ref* w : {&L.attn.wq, &L.attn.wk, &L.attn.wv, &L.attn.wqkv, &L.attn.wo, &L.ffn.gate, &L.ffn.up, &L.ffn.down})
-            if (w->data != nullptr) largest = std::max(largest, w->bytes());
+    for (const weight_ref* w : matrices()) largest = std::max(largest, w->bytes());
     return largest;
 }
 
 std::vector<std::span<const std::byte>> decoder_model::decode_reads() const {
+    std::vector<const weight_ref*> all = matrices();
+    if (output_.data != nullptr) all.push_back(&output_);
     std::vector<std::span<const std::byte>> out;
-    const auto add = [&](const weight_ref& w) {
-        if (w.data == nullptr) return;
-        if (w.panels != nullptr) out.emplace_back(w.panels, panels_bytes(w.type, w.n_rows, w.n_cols));
-        else out.emplace_back(static_cast<const std::byte*>(w.data), w.bytes());
-    };
-    for (const auto& L : layers_)
-        for (const weight_ref* w : {&L.attn.wq, &L.attn.wk, &L.attn.wv, &L.attn.wqkv, &L.attn.wo, &L.ffn.gate, &L.ffn.up, &L.ffn.down}) add(*w);
-    add(output_);
+    for (const weight_ref* w : all) {
+        if (w->panels != nullptr) out.emplace_back(w->panels, panels_bytes(w->type, w->n_rows, w->n_cols));
+        else out.emplace_back(static_cast<const std::byte*>(w->data), w->bytes());
+    }
     return out;
 }
 

@@ -155,11 +155,12 @@ int bench_decode(const cli::parsed_args& args) {
     // "121 %" of it), before the tests and after: this machine's memory
     // speed drifts by the minute, and the faster of the two counts.
     const bool measure_bw = *n_gen > 0 && !args.flag("no-bandwidth");
+    // Generation reads every weight once per step.
+    const uint64_t bytes_per_token = weight_bytes_per_token(e.get_model().file());
     const auto reads = e.get_model().decode_reads();
+    kernel_context bw_ctx(static_cast<int>(n_threads));
     const auto read_bandwidth = [&] {
-        kernel_context bw_ctx(static_cast<int>(n_threads));
-        const uint64_t bytes = weight_bytes_per_token(e.get_model().file());
-        return (reads.empty() ? measure_read_bandwidth(bw_ctx, bytes, 0.5) : measure_read_bandwidth(bw_ctx, reads, 0.5)).gb_per_s;
+        return (reads.empty() ? measure_read_bandwidth(bw_ctx, bytes_per_token, 0.5) : measure_read_bandwidth(bw_ctx, reads, 0.5)).gb_per_s;
     };
     const double bw_before = measure_bw ? read_bandwidth() : 0.0;
 
@@ -179,16 +180,13 @@ int bench_decode(const cli::parsed_args& args) {
         results.push_back(s);
     }
 
-    // Generation reads every weight once per step: set its rate against what
-    // this machine reads from a buffer of the same size on as many threads.
-    const uint64_t bytes_per_token = weight_bytes_per_token(e.get_model().file());
-    // and each stream's token its K and V so far (fp16), over the test's mean context
+    // Each stream's token reads its K and V so far (fp16), over the test's mean context.
     const bool kv_f16 = e.options().kv_f16;
     const double kv_elem = kv_f16 ? 2.0 : 4.0;
     const double mean_ctx = static_cast<double>(d) + static_cast<double>(*n_gen + 1) / 2.0;
     const auto kv_per_token = static_cast<uint64_t>(2.0 * kv_elem * hp.n_layer * static_cast<double>(hp.n_embd_kv()) * mean_ctx);
     double tg_gb_s = 0, bw_gb_s = 0;
-    bool bw_own_pages = false;
+    const bool bw_own_pages = !reads.empty();
     const series* tg = nullptr;
     for (const auto& r : results)
         if (r.name.rfind("tg", 0) == 0) tg = &r;
@@ -196,7 +194,6 @@ int bench_decode(const cli::parsed_args& args) {
         // Batched streams share each step's weight reads, not their K/V.
         tg_gb_s = (tg->mean() / static_cast<double>(*batch) * static_cast<double>(bytes_per_token) +
                    tg->mean() * static_cast<double>(kv_per_token)) / 1e9;
-        bw_own_pages = !reads.empty();
         bw_gb_s = std::max(bw_before, read_bandwidth());
     }
 
