@@ -519,7 +519,7 @@ template <class U, tensor_type T>
 TACHYON_AVX2 void gemm_by_tokens(const gemm_args& a, int64_t r0, int64_t r1) {
     if (a.n_tokens >= min_tokens_prompt) return prompt_gemm_avx2(T)(a, r0, r1);
     // q8_0 and iq4_nl (signed values) have no AVX2 nibble_decode_tile
-    if constexpr (U::offset == 0) gemm<q8_tile<U>>(a, r0, r1);
+    if constexpr (U::offset == 0) gemm_signed<U>(a, r0, r1);
     else gemm_nibbles<U>(a, r0, r1);
 }
 

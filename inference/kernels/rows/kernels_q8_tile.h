@@ -331,15 +331,29 @@ struct q8_tile {
     // the 16 ymm registers; 4 x 4 spills and measured no faster.
     static constexpr int rn = 2;
 
+    // Rows r.. r + RM - 1 against tokens t.. t + RN - 1.
     template <int RM, int RN>
     TACHYON_TILE_TARGET static void run(const gemm_args& a, int64_t r, int64_t t) {
+        int64_t rows[RM];
+        for (int i = 0; i < RM; ++i) rows[i] = r + i;
+        run_rows<RM, RN>(a, rows, t, prefetch_distance(a, prefetch_base()));
+    }
+
+    static constexpr int64_t prefetch_base() {
+        return std::is_same_v<typename U::block, block_q8_0> ? q8_prefetch_bytes : q4_prefetch_bytes;
+    }
+
+    // Rows rows[0..RM) (anywhere in the matrix) against tokens t..; a
+    // decode tile asks for each row's blocks `ahead` bytes on.
+    template <int RM, int RN>
+    TACHYON_TILE_TARGET static void run_rows(const gemm_args& a, const int64_t (&rows)[RM], int64_t t, int64_t ahead) {
         static_assert(RM <= 4 && RN <= 4);
         using block = typename U::block;
         using xblock = typename U::act;
         constexpr int off = U::offset;
         const block* w[RM];
         const xblock* x[RN];
-        for (int i = 0; i < RM; ++i) w[i] = reinterpret_cast<const block*>(a.w + (r + i) * a.w_row_bytes);
+        for (int i = 0; i < RM; ++i) w[i] = reinterpret_cast<const block*>(a.w + rows[i] * a.w_row_bytes);
         for (int j = 0; j < RN; ++j) x[j] = reinterpret_cast<const xblock*>(a.x + (t + j) * a.x_row_bytes);
         __m256 acc[RM][RN];
         // with_min: sum of m_i * s_j over the blocks, rows i in the lanes
@@ -356,7 +370,6 @@ struct q8_tile {
         // times per 64-byte line for the 18 to 24-byte blocks: one load-port
         // operation against the ten or so vector ones of its products.
         const bool stream = t == 0 && a.n_tokens <= max_stream_tokens;
-        const int64_t ahead = prefetch_distance(a, std::is_same_v<block, block_q8_0> ? q8_prefetch_bytes : q4_prefetch_bytes);
         for (int64_t b = 0; b < nb; ++b) {
             // The RM x RN products of the fp16 block scales, four at a time;
             // the pairs read them back with a broadcast load (no ALU work).
@@ -399,12 +412,12 @@ struct q8_tile {
 #pragma GCC unroll 16
             for (int i = 0; i < RM; ++i)
 #pragma GCC unroll 16
-                for (int j = 0; j < RN; ++j) a.y[(t + j) * a.ldy + r + i] = hsum(acc[i][j]) + mins[j][i];
+                for (int j = 0; j < RN; ++j) a.y[(t + j) * a.ldy + rows[i]] = hsum(acc[i][j]) + mins[j][i];
         } else {
 #pragma GCC unroll 16
             for (int i = 0; i < RM; ++i)
 #pragma GCC unroll 16
-                for (int j = 0; j < RN; ++j) a.y[(t + j) * a.ldy + r + i] = hsum(acc[i][j]);
+                for (int j = 0; j < RN; ++j) a.y[(t + j) * a.ldy + rows[i]] = hsum(acc[i][j]);
         }
     }
 };
@@ -594,6 +607,44 @@ TACHYON_TILE_TARGET void gemm(const gemm_args& a, int64_t r0, int64_t r1) {
     }
 }
 
+// One token against q8_0 rows [r0, r1) in place, as S stretches of the
+// matrix read at once: the rows split into S runs of consecutive rows, and
+// a tile takes the next row of every run, block by block. One stretch
+// at a time leaves the core's requests to one hardware stream
+// (kernels_packed16.cpp says the same of the AVX-512 packed q8_0). The rows
+// left over go through the 4-row tiles; a row's sum is the same either way.
+// Zen 5, `TACHYON_KERNELS=avx2 tachyon bench matmul --type q8_0 --tokens 1
+// --mib 512 -t 1`, GB/s, the 4-row tile on one stretch against S stretches
+// of one row: 20.9-24.4 against S = 2: 27.0-28.4, 3: 33.6-34.8, 4:
+// 29.1-33.7, 5: 27.5-30.1, 6: 24.6-25.2, 8 (8 sums): 25.9-26.2; S stretches
+// of 2 or 4 rows a tile, 4 x 2: 25.3-25.7, 2 x 4: 26.4-26.7. At avx_vnni, 1 / 2 threads: 21.0-22.5 / 35.1-42.5 against
+// 4 x 1's 31.9-33.4 / 50.9-66.5. The 220M Q8_0 model at avx2, tg64, four
+// alternating rounds: 1 thread 89-118 -> 108-112 t/s, 2 threads 145-156 ->
+// 188-197.
+constexpr int q8_streams = 4;
+
+template <class U, int S>
+TACHYON_TILE_TARGET void one_token_streams(const gemm_args& a, int64_t r0, int64_t r1) {
+    const int64_t run = (r1 - r0) / S;  // rows of each stretch
+    const int64_t ahead = std::max(q8_tile<U>::prefetch_base(), static_cast<int64_t>(a.w_row_bytes));
+    for (int64_t i = 0; i < run; ++i) {
+        int64_t rows[S];
+        for (int k = 0; k < S; ++k) rows[k] = r0 + k * run + i;
+        q8_tile<U>::template run_rows<S, 1>(a, rows, 0, ahead);
+    }
+    gemm<q8_tile<U>>(a, r0 + S * run, r1);
+}
+
+// q8_0 and iq4_nl (signed values) below the prompt tiles: q8_0's one-token
+// passes as several stretches.
+template <class U>
+TACHYON_TILE_TARGET void gemm_signed(const gemm_args& a, int64_t r0, int64_t r1) {
+    if constexpr (std::is_same_v<U, unpack_q8_0>) {
+        if (a.n_tokens == 1) return one_token_streams<U, q8_streams>(a, r0, r1);
+    }
+    gemm<q8_tile<U>>(a, r0, r1);
+}
+
 template <class U>
 TACHYON_TILE_TARGET void gemm_nibbles(const gemm_args& a, int64_t r0, int64_t r1) {
     if (a.n_tokens == 1) gemm<nibble_decode_tile<U>>(a, r0, r1);
@@ -608,7 +659,7 @@ TACHYON_TILE_TARGET void gemm_nibbles(const gemm_args& a, int64_t r0, int64_t r1
 // decode measured 2-4 % slower.
 template <class U>
 __attribute__((noinline)) TACHYON_TILE_TARGET void gemm_vnni_decode(const gemm_args& a, int64_t r0, int64_t r1) {
-    if constexpr (std::is_same_v<U, unpack_q8_0>) gemm<q8_tile<U>>(a, r0, r1);
+    if constexpr (std::is_same_v<U, unpack_q8_0>) gemm_signed<U>(a, r0, r1);
     else gemm_nibbles<U>(a, r0, r1);
 }
 #endif

@@ -137,3 +137,31 @@ TEST_CASE("AVX2 batches give every row the same numbers however the rows split o
         CHECK(std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)) == 0);
     }
 }
+
+TEST_CASE("one-token q8_0 passes in place below AVX-512 read several stretches and give each row what the row tiles give") {
+    if (!cpu_has_avx2()) {
+        MESSAGE("skipped: this CPU has no AVX2");
+        return;
+    }
+    // 149 rows: four stretches of 37 rows and one left over for the 4-row
+    // tiles; on two threads the halves split into stretches of their own.
+    // A token's row sums in the same order whether its pass takes one token
+    // (several stretches) or two (the 4 x 2 tiles), so token 0 of a pair
+    // must be bit for bit the one-token result.
+    const int64_t n_rows = 149, n_cols = 1056;
+    const auto w = random_weights(tensor_type::q8_0, n_rows, n_cols, 11);
+    const auto x = random_floats(static_cast<size_t>(2 * n_cols), 12);
+    std::vector<kernel_isa> isas{kernel_isa::avx2};
+    if (cpu_has_avx_vnni()) isas.push_back(kernel_isa::avx_vnni);
+    for (kernel_isa isa : isas) {
+        CAPTURE(to_string(isa));
+        for (int n_threads : {1, 2}) {
+            CAPTURE(n_threads);
+            kernel_context ctx(n_threads, isa);
+            std::vector<float> y1(static_cast<size_t>(n_rows), -1.0f), y2(static_cast<size_t>(2 * n_rows), -1.0f);
+            matmul(ctx, tensor_type::q8_0, w.data(), n_rows, n_cols, x.data(), 1, y1.data());
+            matmul(ctx, tensor_type::q8_0, w.data(), n_rows, n_cols, x.data(), 2, y2.data());
+            CHECK(std::memcmp(y1.data(), y2.data(), y1.size() * sizeof(float)) == 0);
+        }
+    }
+}
