@@ -154,15 +154,21 @@ TACHYON_PROMPT_AVX512 void packed_tail16(const gemm_args& a, const std::byte* gr
 // runs of consecutive groups, and a pass takes the next group of every
 // run, line by line in turn, so S stretches of memory are read at once. One
 // stretch at a time leaves the core's requests to one hardware stream.
-// q8_0 (512 bytes of quants a block) reads faster so, the nibble types not
-// (Zen 5, one thread, `tachyon bench matmul --type T --tokens 1 --mib 512`,
-// three alternating rounds, GB/s, one stretch -> four: q8_0 24.3-27.7 ->
-// 29.4-31.3, q4_0 24.7-32.4 -> 25.3-25.4, q5_0 23.0-30.4 -> 23.3, iq4_nl
-// 26.2-28.0 -> 25.6-27.4; decode of the 220M shape, tg64: q8_0 85-103 ->
-// 112-132 t/s, q4_0 239-257 -> 206-224). The last n_groups % S groups go
-// one at a time.
+// How many pays depends on how much work a byte takes: q8_0 (512 bytes of
+// quants a block, one dpbusd per line) four; the nibble types two, their
+// unpacking taking registers and ports that four groups at once starve; q5_0
+// (its fifth bits or-ed in, a load and two more operations a line) one.
+// Zen 5, the 220M shape, `tachyon bench decode -m M -t T -p 0 -n 64 -r 2
+// --no-bandwidth`, alternating rounds, mean t/s, 1 / 2 threads, one stretch
+// -> S: q8_0 85-103 -> 112-132 (S = 4, 1 thread); q4_0 198 / 298 -> 239 /
+// 346 (S = 2, seven rounds; S = 4 measured 239-257 -> 206-224); q4_1 168 /
+// 262 -> 182 / 271; iq4_nl 217 / 335 -> 231 / 343; q5_1 132 / 207 -> 147 /
+// 233; q5_0 175 / 268 -> 161 / 248 (so one). `tachyon bench matmul --type T
+// --tokens 1 --mib 512 -t 1,2`, GB/s, one -> two stretches: q4_0 23.6-26.4
+// / 41.0-45.9 -> 25.1-28.6 / 41.0-48.1, iq4_nl 22.6-24.5 / 40.2-42.8 ->
+// 26.1-27.1 / 47.6-51.2. The last n_groups % S groups go one at a time.
 template <class B>
-constexpr int packed16_streams = std::is_same_v<B, block_q8_0> ? 4 : 1;
+constexpr int packed16_streams = std::is_same_v<B, block_q8_0> ? 4 : std::is_same_v<B, block_q5_0> ? 1 : 2;
 
 template <class B, int S>
 void one_token_streams(const gemm_args& a, int64_t r0, int64_t r1, int64_t nb, const act_sums& s, size_t group_bytes) {

@@ -509,7 +509,9 @@ TEST_CASE("matmul of k-quant and iq4_xs weights packed in groups of 16 rows matc
 
 TEST_CASE("matmul of q4_0, q4_1, iq4_nl, q5_0, q5_1 and q8_0 weights packed in groups of 16 rows matches the weights in place at every level and batch size") {
     // 149 rows: nine whole groups and a tail of 5 padded with zero rows; 5 blocks a row. One
-    // token of q8_0 reads 4 runs of groups at once: two passes of 4, then two groups alone, the tail last.
+    // token of q8_0 reads 4 runs of groups at once: two passes of 4, then two groups alone, the tail last;
+    // of q4_0, q4_1, iq4_nl and q5_1 2 runs: five passes of 2, and on two threads each thread's
+    // five groups as two passes and one group alone.
     const int64_t n_rows = 149, n_cols = 160;
     // with the bytes of one block of 32 columns of 16 rows, its scales included
     for (const auto& packing : {std::pair{tensor_type::q4_0, size_t{288}}, std::pair{tensor_type::q4_1, size_t{320}},
