@@ -226,9 +226,11 @@ void gemm_packed16(const gemm_args& a, int64_t r0, int64_t r1) {
 template <class B>
 constexpr bool signed_packed8 = packed16<B>::levels;
 
-template <class B, int NT>
-TACHYON_PROMPT_AVX2 void packed_tokens8x2(const gemm_args& a, const std::byte* group, int64_t nb, const act_sums& s, int64_t r, int64_t t,
-                                          int n_rows, bool prefetch) {
+// G groups (rows r[g].. of group[g], n_rows[g] of them) a pass: each line
+// of a block in turn from every group.
+template <class B, int NT, int G = 1>
+TACHYON_PROMPT_AVX2 void packed_tokens8x2(const gemm_args& a, const std::byte* const (&group)[G], int64_t nb, const act_sums& s,
+                                          const int64_t (&r)[G], int64_t t, const int (&n_rows)[G], bool prefetch) {
     using P = packed16<B>;
     using XB = typename prompt_type<B>::act;
     const int8_t* xq[NT];
@@ -236,27 +238,38 @@ TACHYON_PROMPT_AVX2 void packed_tokens8x2(const gemm_args& a, const std::byte* g
     const float* dx = s.d.data() + t;
     const int32_t* start = s.start.data() + t;
     [[maybe_unused]] const float* xs = P::min ? s.s.data() + t : nullptr;
-    const char* quants = reinterpret_cast<const char*>(group);
-    const char* scales = quants + static_cast<size_t>(nb) * P::main;
+    const char* quants[G];
+    const char* scales[G];
+    for (int g = 0; g < G; ++g) {
+        quants[g] = reinterpret_cast<const char*>(group[g]);
+        scales[g] = quants[g] + static_cast<size_t>(nb) * P::main;
+    }
     const __m256i low4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
     [[maybe_unused]] const __m256i levels =
         _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(iq4_nl_values)));
     [[maybe_unused]] const __m256i abs_levels = _mm256_abs_epi8(levels);
-    __m256 acc[2][NT];
+    __m256 acc[G][2][NT];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g)
 #pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h)
+        for (int h = 0; h < 2; ++h)
 #pragma GCC unroll 2
-        for (int j = 0; j < NT; ++j) acc[h][j] = _mm256_setzero_ps();
+            for (int j = 0; j < NT; ++j) acc[g][h][j] = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; ++b) {
-        const char* q = quants + b * static_cast<int64_t>(P::main);
-        if (prefetch) prefetch_packed16<B>(quants, b);
+        const char* q[G];
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+            q[g] = quants[g] + b * static_cast<int64_t>(P::main);
+            if (prefetch) prefetch_packed16<B>(quants[g], b);
+        }
         const size_t xo = static_cast<size_t>(b) * sizeof(XB);
         // Both halves of a line one after the other, each token's bytes
         // broadcast once for both (2 tokens of q4_0 in L2: 27 -> 32-35 GB/s).
-        __m256i sum[2][NT];
-        [[maybe_unused]] __m256i bits[2], s16[2][NT];
+        __m256i sum[G][2][NT];
+        [[maybe_unused]] __m256i bits[G][2], s16[G][2][NT];
         if constexpr (P::fifth)
-            for (int h = 0; h < 2; ++h) bits[h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 256 + 32 * h));
+            for (int g = 0; g < G; ++g)
+                for (int h = 0; h < 2; ++h) bits[g][h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(q[g] + 256 + 32 * h));
 #pragma GCC unroll 4
         for (int m = 0; m < 4; ++m) {
             __m256i x_lo[NT], x_hi[NT];
@@ -265,64 +278,109 @@ TACHYON_PROMPT_AVX2 void packed_tokens8x2(const gemm_args& a, const std::byte* g
                 x_lo[j] = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 4 * m)));
                 x_hi[j] = _mm256_set1_epi32(static_cast<int>(load_u32(xq[j] + xo + 16 + 4 * m)));
             }
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) {
 #pragma GCC unroll 2
-            for (int h = 0; h < 2; ++h) {
-                const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(q + 64 * m + 32 * h));
-                __m256i lo = _mm256_and_si256(v, low4);
-                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-                if constexpr (!signed_packed8<B>) {
-                    if constexpr (P::fifth) {
-                        lo = _mm256_or_si256(lo, fifth_bits_lo8(bits[h], m));
-                        hi = _mm256_or_si256(hi, fifth_bits_hi8(bits[h], m));
-                    }
+                for (int h = 0; h < 2; ++h) {
+                    const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(q[g] + 64 * m + 32 * h));
+                    __m256i lo = _mm256_and_si256(v, low4);
+                    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+                    if constexpr (!signed_packed8<B>) {
+                        if constexpr (P::fifth) {
+                            lo = _mm256_or_si256(lo, fifth_bits_lo8(bits[g][h], m));
+                            hi = _mm256_or_si256(hi, fifth_bits_hi8(bits[g][h], m));
+                        }
 #pragma GCC unroll 2
-                    for (int j = 0; j < NT; ++j) {
-                        const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo[j]), _mm256_maddubs_epi16(hi, x_hi[j]));
-                        s16[h][j] = m == 0 || (P::fifth && m == 2) ? p : _mm256_add_epi16(s16[h][j], p);
-                        __asm__("" : "+x"(s16[h][j]));  // a chain, as in the prompt tiles
-                        if (P::fifth && m == 1) sum[h][j] = _mm256_madd_epi16(s16[h][j], ones);
-                    }
-                } else {
-                    const __m256i w_lo = _mm256_shuffle_epi8(levels, lo), a_lo = _mm256_shuffle_epi8(abs_levels, lo);
-                    const __m256i w_hi = _mm256_shuffle_epi8(levels, hi), a_hi = _mm256_shuffle_epi8(abs_levels, hi);
+                        for (int j = 0; j < NT; ++j) {
+                            const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, x_lo[j]), _mm256_maddubs_epi16(hi, x_hi[j]));
+                            s16[g][h][j] = m == 0 || (P::fifth && m == 2) ? p : _mm256_add_epi16(s16[g][h][j], p);
+                            __asm__("" : "+x"(s16[g][h][j]));  // a chain, as in the prompt tiles
+                            if (P::fifth && m == 1) sum[g][h][j] = _mm256_madd_epi16(s16[g][h][j], ones);
+                        }
+                    } else {
+                        const __m256i w_lo = _mm256_shuffle_epi8(levels, lo), a_lo = _mm256_shuffle_epi8(abs_levels, lo);
+                        const __m256i w_hi = _mm256_shuffle_epi8(levels, hi), a_hi = _mm256_shuffle_epi8(abs_levels, hi);
 #pragma GCC unroll 2
-                    for (int j = 0; j < NT; ++j) {
-                        const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(a_lo, _mm256_sign_epi8(x_lo[j], w_lo)), ones),
-                                                           _mm256_madd_epi16(_mm256_maddubs_epi16(a_hi, _mm256_sign_epi8(x_hi[j], w_hi)), ones));
-                        sum[h][j] = m == 0 ? p : _mm256_add_epi32(sum[h][j], p);
+                        for (int j = 0; j < NT; ++j) {
+                            const __m256i p = _mm256_add_epi32(_mm256_madd_epi16(_mm256_maddubs_epi16(a_lo, _mm256_sign_epi8(x_lo[j], w_lo)), ones),
+                                                               _mm256_madd_epi16(_mm256_maddubs_epi16(a_hi, _mm256_sign_epi8(x_hi[j], w_hi)), ones));
+                            sum[g][h][j] = m == 0 ? p : _mm256_add_epi32(sum[g][h][j], p);
+                        }
                     }
                 }
             }
         }
-        if constexpr (!signed_packed8<B>) {
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+            if constexpr (!signed_packed8<B>) {
 #pragma GCC unroll 2
-            for (int h = 0; h < 2; ++h)
+                for (int h = 0; h < 2; ++h)
 #pragma GCC unroll 2
-                for (int j = 0; j < NT; ++j) {
-                    const __m256i d = _mm256_madd_epi16(s16[h][j], ones);
-                    sum[h][j] = _mm256_add_epi32(P::fifth ? _mm256_add_epi32(sum[h][j], d) : d, _mm256_set1_epi32(start[b * a.n_tokens + j]));
+                    for (int j = 0; j < NT; ++j) {
+                        const __m256i d = _mm256_madd_epi16(s16[g][h][j], ones);
+                        sum[g][h][j] = _mm256_add_epi32(P::fifth ? _mm256_add_epi32(sum[g][h][j], d) : d, _mm256_set1_epi32(start[b * a.n_tokens + j]));
+                    }
+            }
+#pragma GCC unroll 2
+            for (int h = 0; h < 2; ++h) {
+                const char* sc = scales[g] + b * static_cast<int64_t>(P::scale_bytes) + 16 * h;
+                const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
+#pragma GCC unroll 2
+                for (int j = 0; j < NT; ++j)
+                    acc[g][h][j] =
+                        _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[g][h][j]), _mm256_mul_ps(dw, _mm256_set1_ps(dx[b * a.n_tokens + j])), acc[g][h][j]);
+                if constexpr (P::min) {
+                    const __m256 mw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 32)));
+#pragma GCC unroll 2
+                    for (int j = 0; j < NT; ++j) acc[g][h][j] = _mm256_fmadd_ps(mw, _mm256_set1_ps(xs[b * a.n_tokens + j]), acc[g][h][j]);
                 }
-        }
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
-            const char* sc = scales + b * static_cast<int64_t>(P::scale_bytes) + 16 * h;
-            const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sc)));
-#pragma GCC unroll 2
-            for (int j = 0; j < NT; ++j)
-                acc[h][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[h][j]), _mm256_mul_ps(dw, _mm256_set1_ps(dx[b * a.n_tokens + j])), acc[h][j]);
-            if constexpr (P::min) {
-                const __m256 mw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(sc + 32)));
-#pragma GCC unroll 2
-                for (int j = 0; j < NT; ++j) acc[h][j] = _mm256_fmadd_ps(mw, _mm256_set1_ps(xs[b * a.n_tokens + j]), acc[h][j]);
             }
         }
     }
     const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g)
 #pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_rows - 8 * h), lanes);
+        for (int h = 0; h < 2; ++h) {
+            const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_rows[g] - 8 * h), lanes);
 #pragma GCC unroll 2
-        for (int j = 0; j < NT; ++j) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r + 8 * h, keep, acc[h][j]);
+            for (int j = 0; j < NT; ++j) _mm256_maskstore_ps(a.y + (t + j) * a.ldy + r[g] + 8 * h, keep, acc[g][h][j]);
+        }
+}
+
+// One token at AVX2 and AVX-VNNI as S stretches, as one_token_streams: two
+// for q4_0 and q4_1, whose two groups' sums and accumulators still fit the
+// 16 registers; iq4_nl's level tables and q5_0's / q5_1's fifth bits leave
+// no room, and their passes spilled. Zen 5, `TACHYON_KERNELS=avx2 tachyon
+// bench matmul --type T --tokens 1 --mib 512 -t 1,2`, GB/s, 1 / 2 threads,
+// one stretch -> two (three): q4_0 23.2-24.4 / 44.7-45.0 -> 28.0-34.0 /
+// 60.8-62.4 (31.1-32.0 / 34.9-46.0), q4_1 20.1-23.9 / 43.3-43.7 ->
+// 31.3-31.4 / 53.2-55.8, iq4_nl 24.5-25.0 / 42.4-43.8 -> 17.4-21.1 /
+// 33.4-38.2, q5_1 20.0-21.5 / 37.8-39.3 -> 18.9-19.2 / 46.4; at avx_vnni q4_0
+// 22.8-24.5 / 31.5-44.9 -> 26.3-31.7 / 52.8-59.3. The 220M shape at
+// avx2, tg64, three alternating rounds, mean t/s: Q4_0 185 / 263 -> 255 /
+// 278, Q4_1 160 / 215 -> 181 / 230.
+template <class B>
+constexpr int packed8x2_streams = std::is_same_v<B, block_q4_0> || std::is_same_v<B, block_q4_1> ? 2 : 1;
+
+template <class B, int S>
+void one_token_streams8x2(const gemm_args& a, int64_t r0, int64_t r1, int64_t nb, const act_sums& s, size_t group_bytes) {
+    const int64_t n_groups = (r1 - r0 + 15) / 16;
+    const int64_t run = n_groups / S;
+    for (int64_t i = 0; i < run; ++i) {
+        const std::byte* groups[S];
+        int64_t rs[S];
+        int ns[S];
+        for (int k = 0; k < S; ++k) {
+            rs[k] = r0 + 16 * (k * run + i);
+            groups[k] = a.panels + static_cast<size_t>(rs[k] / 16) * group_bytes;
+            ns[k] = static_cast<int>(std::min<int64_t>(16, r1 - rs[k]));
+        }
+        packed_tokens8x2<B, 1, S>(a, groups, nb, s, rs, 0, ns, true);
+    }
+    for (int64_t r = r0 + 16 * S * run; r < r1; r += 16) {
+        const int n = static_cast<int>(std::min<int64_t>(16, r1 - r));
+        packed_tokens8x2<B, 1>(a, {a.panels + static_cast<size_t>(r / 16) * group_bytes}, nb, s, {r}, 0, {n}, true);
     }
 }
 
@@ -334,12 +392,14 @@ void gemm_packed16_avx2(const gemm_args& a, int64_t r0, int64_t r1) {
     thread_local act_sums s;
     sum_activations<typename prompt_type<B>::act>(a, nb, signed_packed8<B> ? 0 : prompt_type<B>::offset, s);
     const size_t group_bytes = packed16_group_bytes<B>(a.n_cols);
+    if constexpr (packed8x2_streams<B> > 1)
+        if (a.n_tokens == 1) return one_token_streams8x2<B, packed8x2_streams<B>>(a, r0, r1, nb, s, group_bytes);
     for (int64_t r = r0; r < r1; r += 16) {
         const std::byte* group = a.panels + static_cast<size_t>(r / 16) * group_bytes;
         const int n = static_cast<int>(std::min<int64_t>(16, r1 - r));
         int64_t t = 0;
-        for (; t + 2 <= a.n_tokens; t += 2) packed_tokens8x2<B, 2>(a, group, nb, s, r, t, n, t == 0);
-        if (t < a.n_tokens) packed_tokens8x2<B, 1>(a, group, nb, s, r, t, n, t == 0);
+        for (; t + 2 <= a.n_tokens; t += 2) packed_tokens8x2<B, 2>(a, {group}, nb, s, {r}, t, {n}, t == 0);
+        if (t < a.n_tokens) packed_tokens8x2<B, 1>(a, {group}, nb, s, {r}, t, {n}, t == 0);
     }
 }
 
