@@ -617,10 +617,13 @@ TACHYON_TILE_TARGET void gemm(const gemm_args& a, int64_t r0, int64_t r1) {
 // --mib 512 -t 1`, GB/s, the 4-row tile on one stretch against S stretches
 // of one row: 20.9-24.4 against S = 2: 27.0-28.4, 3: 33.6-34.8, 4:
 // 29.1-33.7, 5: 27.5-30.1, 6: 24.6-25.2, 8 (8 sums): 25.9-26.2; S stretches
-// of 2 or 4 rows a tile, 4 x 2: 25.3-25.7, 2 x 4: 26.4-26.7. At avx_vnni, 1 / 2 threads: 21.0-22.5 / 35.1-42.5 against
-// 4 x 1's 31.9-33.4 / 50.9-66.5. The 220M Q8_0 model at avx2, tg64, four
-// alternating rounds: 1 thread 89-118 -> 108-112 t/s, 2 threads 145-156 ->
-// 188-197.
+// of 2 or 4 rows a tile, 4 x 2: 25.3-25.7, 2 x 4: 26.4-26.7. At avx_vnni,
+// 1 / 2 threads: 21.0-22.5 / 35.1-42.5 against 4 x 1's 31.9-33.4 /
+// 50.9-66.5. The 220M Q8_0 model at avx2, tg64, seven alternating rounds,
+// mean: 1 thread 97 -> 108 t/s, 2 threads 149 -> 181. The AVX-512 level's
+// decode tile (gemm_vnni_decode: q8_0 in place where the AMX level keeps
+// it so) takes the same path; here it read 29.8-34.6 / 52.9-64.2 GB/s, not
+// measured on a CPU with AMX.
 constexpr int q8_streams = 4;
 
 template <class U, int S>
@@ -635,8 +638,8 @@ TACHYON_TILE_TARGET void one_token_streams(const gemm_args& a, int64_t r0, int64
     gemm<q8_tile<U>>(a, r0 + S * run, r1);
 }
 
-// q8_0 and iq4_nl (signed values) below the prompt tiles: q8_0's one-token
-// passes as several stretches.
+// q8_0 and iq4_nl (signed values) in place, batches too small for the
+// prompt tiles: q8_0's one-token passes as several stretches.
 template <class U>
 TACHYON_TILE_TARGET void gemm_signed(const gemm_args& a, int64_t r0, int64_t r1) {
     if constexpr (std::is_same_v<U, unpack_q8_0>) {
