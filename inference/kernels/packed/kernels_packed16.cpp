@@ -170,24 +170,34 @@ TACHYON_PROMPT_AVX512 void packed_tail16(const gemm_args& a, const std::byte* gr
 template <class B>
 constexpr int packed16_streams = std::is_same_v<B, block_q8_0> ? 4 : std::is_same_v<B, block_q5_0> ? 1 : 2;
 
+// The first rows of the groups of rows [r0, r1) (r0 a multiple of 16) as
+// one_token_streams takes them: pass(rows) with one group of each of S runs
+// of consecutive groups, then pass(rows) with each group left over alone.
+template <int S, class Pass>
+void for_streams(int64_t r0, int64_t r1, const Pass& pass) {
+    const int64_t run = (r1 - r0 + 15) / 16 / S;
+    for (int64_t i = 0; i < run; ++i) {
+        int64_t rs[S];
+        for (int k = 0; k < S; ++k) rs[k] = r0 + 16 * (k * run + i);
+        pass(rs);
+    }
+    for (int64_t r = r0 + 16 * S * run; r < r1; r += 16) {
+        const int64_t rs[1] = {r};
+        pass(rs);
+    }
+}
+
 template <class B, int S>
 void one_token_streams(const gemm_args& a, int64_t r0, int64_t r1, int64_t nb, const act_sums& s, size_t group_bytes) {
-    const int64_t n_groups = (r1 - r0 + 15) / 16;
-    const int64_t run = n_groups / S;
-    const auto keep_of = [&](int64_t r) { return static_cast<__mmask16>((1u << std::min<int64_t>(16, r1 - r)) - 1); };
-    for (int64_t i = 0; i < run; ++i) {
-        const std::byte* groups[S];
-        int64_t rs[S];
-        __mmask16 keeps[S];
-        for (int k = 0; k < S; ++k) {
-            rs[k] = r0 + 16 * (k * run + i);
+    for_streams<S>(r0, r1, [&]<int N>(const int64_t (&rs)[N]) {
+        const std::byte* groups[N];
+        __mmask16 keeps[N];
+        for (int k = 0; k < N; ++k) {
             groups[k] = a.panels + static_cast<size_t>(rs[k] / 16) * group_bytes;
-            keeps[k] = keep_of(rs[k]);
+            keeps[k] = static_cast<__mmask16>((1u << std::min<int64_t>(16, r1 - rs[k])) - 1);
         }
-        packed_tokens16<B, 1, S>(a, groups, nb, s, rs, 0, keeps, true);
-    }
-    for (int64_t r = r0 + 16 * S * run; r < r1; r += 16)
-        packed_tokens16<B, 1>(a, {a.panels + static_cast<size_t>(r / 16) * group_bytes}, nb, s, {r}, 0, {keep_of(r)}, true);
+        packed_tokens16<B, 1, N>(a, groups, nb, s, rs, 0, keeps, true);
+    });
 }
 
 // Rows [r0, r1) (r0 a multiple of 16) from the packed groups at a.panels,
@@ -365,23 +375,15 @@ constexpr int packed8x2_streams = std::is_same_v<B, block_q4_0> || std::is_same_
 
 template <class B, int S>
 void one_token_streams8x2(const gemm_args& a, int64_t r0, int64_t r1, int64_t nb, const act_sums& s, size_t group_bytes) {
-    const int64_t n_groups = (r1 - r0 + 15) / 16;
-    const int64_t run = n_groups / S;
-    for (int64_t i = 0; i < run; ++i) {
-        const std::byte* groups[S];
-        int64_t rs[S];
-        int ns[S];
-        for (int k = 0; k < S; ++k) {
-            rs[k] = r0 + 16 * (k * run + i);
+    for_streams<S>(r0, r1, [&]<int N>(const int64_t (&rs)[N]) {
+        const std::byte* groups[N];
+        int ns[N];
+        for (int k = 0; k < N; ++k) {
             groups[k] = a.panels + static_cast<size_t>(rs[k] / 16) * group_bytes;
             ns[k] = static_cast<int>(std::min<int64_t>(16, r1 - rs[k]));
         }
-        packed_tokens8x2<B, 1, S>(a, groups, nb, s, rs, 0, ns, true);
-    }
-    for (int64_t r = r0 + 16 * S * run; r < r1; r += 16) {
-        const int n = static_cast<int>(std::min<int64_t>(16, r1 - r));
-        packed_tokens8x2<B, 1>(a, {a.panels + static_cast<size_t>(r / 16) * group_bytes}, nb, s, {r}, 0, {n}, true);
-    }
+        packed_tokens8x2<B, 1, N>(a, groups, nb, s, rs, 0, ns, true);
+    });
 }
 
 // Rows [r0, r1) (r0 a multiple of 16) from the packed groups at a.panels,
