@@ -125,14 +125,17 @@ void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_ro
 
 // A matmul splits its rows over the context's threads only when its weight
 // bytes times its tokens reach this: below it, handing the parts out and
-// joining them costs more than the second thread saves. Measured on one
-// thread (bench matmul, weights in cache): 1 MiB takes 34 us (q8_0, 1024 x
-// 1024), the shipped 1M model's largest matrix, the 512 KiB f16 output
-// projection, 12 us and its others 1 to 2 us, where a fan-out whose worker
-// has to be woken costs tens of microseconds; on 2 cores the shipped model
-// decoded 3-4x slower on two threads than on one with every matmul above
-// 128 Ki multiply-adds split.
-constexpr size_t min_parallel_matmul_bytes = size_t{1} << 20;
+// joining them (a few microseconds while the worker polls) costs more than
+// the second thread saves. Measured with `tachyon bench decode -t 2 -p 0
+// -n 64` (Zen 5, 2 cores), tg64 against 1 MiB, the threshold before, in
+// alternating rounds: the 220M llama shape (q and output projections of
+// 576 KiB, k and v of 288 KiB in q4_0, which read from memory at one core's
+// rate while they stayed on one thread) Q4_0 388 -> 457 t/s, Q4_K_M 300 ->
+// 384; the 40M shape Q4_0 (1408 x 512 feed-forward, 396 KiB) 2,070 ->
+// 2,712 and F16 721 -> 810, where 128 KiB gave 2,395 and 813; the shipped
+// 1M model, whose 512 KiB f16 output projection now splits and the rest
+// (32 to 88 KiB) does not, 22.5 -> 23.9 Ki t/s.
+constexpr size_t min_parallel_matmul_bytes = size_t{256} << 10;
 
 // The threads a matmul of this shape runs on: 1, or all of ctx's.
 int matmul_threads(const kernel_context& ctx, tensor_type weight, int64_t n_rows, int64_t n_cols, int64_t n_tokens);

@@ -382,15 +382,18 @@ TEST_CASE("matmul on two threads gives the same numbers as on one") {
 
 TEST_CASE("a matmul splits over the threads only from min_parallel_matmul_bytes of weights times tokens on") {
     kernel_context one(1), two(2);
-    // the shipped 1M model's output projection (f16, 2048 x 128, 512 KiB) and its
-    // feed-forward (352 x 128) decode on the calling thread
-    CHECK(matmul_threads(two, tensor_type::f16, 2048, 128, 1) == 1);
+    // the shipped 1M model's feed-forward (f16, 352 x 128, 88 KiB) and a 40M
+    // model's attention in q4_0 (512 x 512, 144 KiB) decode on the calling thread
     CHECK(matmul_threads(two, tensor_type::f16, 352, 128, 1) == 1);
-    // 1 MiB of weights, or 512 KiB read for two tokens, split
-    CHECK(matmul_threads(two, tensor_type::f16, 4096, 128, 1) == 2);
-    CHECK(matmul_threads(two, tensor_type::f16, 2048, 128, 2) == 2);
-    // a 220M model's feed-forward in q4_0 (2816 x 1024, 1.5 MiB) splits
-    CHECK(matmul_threads(two, tensor_type::q4_0, 2816, 1024, 1) == 2);
+    CHECK(matmul_threads(two, tensor_type::q4_0, 512, 512, 1) == 1);
+    // 256 KiB of weights, or 128 KiB read for two tokens, split: the 1M
+    // model's output projection (f16, 2048 x 128, 512 KiB) and a 220M model's
+    // k projection in q4_0 (512 x 1024, 288 KiB)
+    CHECK(matmul_threads(two, tensor_type::f16, 1024, 128, 1) == 2);
+    CHECK(matmul_threads(two, tensor_type::f16, 512, 128, 1) == 1);
+    CHECK(matmul_threads(two, tensor_type::f16, 512, 128, 2) == 2);
+    CHECK(matmul_threads(two, tensor_type::f16, 2048, 128, 1) == 2);
+    CHECK(matmul_threads(two, tensor_type::q4_0, 512, 1024, 1) == 2);
     CHECK(matmul_threads(one, tensor_type::f32, 4096, 4096, 64) == 1);
     // fewer rows than one unit of the split stay on one thread whatever the size
     CHECK(matmul_threads(two, tensor_type::f32, 16, 1 << 16, 8) == 1);
