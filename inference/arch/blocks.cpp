@@ -1,6 +1,7 @@
 #include "inference/arch/blocks.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -126,6 +127,18 @@ void project(kernel_context& ctx, const weight_ref& w, const float* x, int64_t n
     matmul(ctx, w.type, w.data, w.n_rows, w.n_cols, x, n, y, w.panels);
 }
 
+void project_same_input(kernel_context& ctx, std::span<const std::pair<const weight_ref*, float*>> outputs, const float* x, int64_t n) {
+    std::array<matmul_operand, max_same_input_matrices> ops;
+    TACHYON_ASSERT(outputs.size() <= ops.size(), "project_same_input: too many matrices");
+    const int64_t n_cols = outputs.front().first->n_cols;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+        const weight_ref& w = *outputs[i].first;
+        TACHYON_ASSERT(w.n_cols == n_cols, "project_same_input: matrices of different widths");
+        ops[i] = {w.type, w.data, w.n_rows, outputs[i].second, w.panels};
+    }
+    matmul_same_input(ctx, std::span(ops.data(), outputs.size()), n_cols, x, n);
+}
+
 void self_attention(kernel_context& ctx, const attention_weights& w, const model_hparams& hp, const forward_batch& batch,
                     batch_attention& attn, kv_cache& kv, int layer, const float* h, const attention_layer& how,
                     const attention_buffers& buf, float* fused, float* out) {
@@ -143,9 +156,8 @@ void self_attention(kernel_context& ctx, const attention_weights& w, const model
             std::copy(row + n_q + n_kv, row + width, buf.v + t * n_kv);
         }
     } else {
-        project(ctx, w.wq, h, n, buf.q);
-        project(ctx, w.wk, h, n, buf.k);
-        project(ctx, w.wv, h, n, buf.v);
+        const std::pair<const weight_ref*, float*> qkv[] = {{&w.wq, buf.q}, {&w.wk, buf.k}, {&w.wv, buf.v}};
+        project_same_input(ctx, qkv, h, n);
     }
     for (int64_t t = 0; t < n; ++t) {
         if (w.bq) add(buf.q + t * n_q, buf.q + t * n_q, w.bq, n_q, isa);
@@ -184,8 +196,8 @@ void gated_ffn(kernel_context& ctx, const ffn_weights& w, ffn_activation act, co
             else gelu_tanh_mul(gate + t * n_ff, g, g + n_ff, n_ff);
         }
     } else {
-        project(ctx, w.gate, h, n, gate);
-        project(ctx, w.up, h, n, up);
+        const std::pair<const weight_ref*, float*> gate_up[] = {{&w.gate, gate}, {&w.up, up}};
+        project_same_input(ctx, gate_up, h, n);
         if (act == ffn_activation::silu) silu_mul(gate, gate, up, n * n_ff, isa);
         else gelu_tanh_mul(gate, gate, up, n * n_ff);
     }

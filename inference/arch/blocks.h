@@ -16,6 +16,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -138,6 +139,9 @@ void rms_norm(float* y, const float* x, const float* w, int64_t n, int64_t n_emb
 
 // y = x Wᵀ for each of n rows.   x: [n, w.n_cols]; y: [n, w.n_rows]
 void project(kernel_context& ctx, const weight_ref& w, const float* x, int64_t n, float* y);
+// project for each (matrix, y) of the same width over the same x, in one
+// split over the kernel threads (matmul_same_input).
+void project_same_input(kernel_context& ctx, std::span<const std::pair<const weight_ref*, float*>> outputs, const float* x, int64_t n);
 
 // Grouped-query self-attention of the batch: q, k, v = h Wᵀ (+ bias), the
 // per-head Q/K norms, RoPE on q and k (where the layer has it), the

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -449,10 +450,20 @@ void kernel_context::run_parallel(int64_t n, int64_t grain, void (*body)(const v
     team_->run(n, grain, body, fn);
 }
 
-int matmul_threads(const kernel_context& ctx, tensor_type weight, int64_t n_rows, int64_t n_cols, int64_t n_tokens) {
+namespace {
+
+// 1, or all of ctx's threads, for a split of n_rows whose weight bytes times
+// tokens are `work`.
+int split_threads(const kernel_context& ctx, int64_t n_rows, double work) {
     if (ctx.n_threads() <= 1 || n_rows <= rows_per_unit) return 1;
-    const double work = static_cast<double>(row_size(weight, n_cols)) * static_cast<double>(n_rows) * static_cast<double>(n_tokens);
     return work < static_cast<double>(min_parallel_matmul_bytes) ? 1 : ctx.n_threads();
+}
+
+}  // namespace
+
+int matmul_threads(const kernel_context& ctx, tensor_type weight, int64_t n_rows, int64_t n_cols, int64_t n_tokens) {
+    const double work = static_cast<double>(row_size(weight, n_cols)) * static_cast<double>(n_rows) * static_cast<double>(n_tokens);
+    return split_threads(ctx, n_rows, work);
 }
 
 int default_threads() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
@@ -663,52 +674,109 @@ weight_panels pack_panels(tensor_type weight, const void* w, int64_t n_rows, int
     return p;
 }
 
-void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols,
-            const float* x, int64_t n_tokens, float* y, const std::byte* panels) {
-    TACHYON_ASSERT(has_kernels(weight), "matmul: no kernels for this weight type");
-    TACHYON_ASSERT(n_rows >= 0 && n_cols >= 0 && n_tokens >= 0, "matmul: negative shape");
-    TACHYON_ASSERT(n_cols % traits_of(weight).block_size == 0, "matmul: row length not a multiple of the block size");
-    if (n_rows == 0 || n_tokens == 0) return;
-    const auto& k = kernels_of(ctx.isa(), weight);
+namespace {
 
+// One operand of a matmul, ready for its kernel but for its activations.
+struct prepared_matmul {
     detail::gemm_args a{};
-    a.w = static_cast<const std::byte*>(w);
-    a.w_row_bytes = row_size(weight, n_cols);
-    a.n_cols = n_cols;
-    a.n_tokens = n_tokens;
-    a.y = y;
-    a.ldy = n_rows;
-    if (k.quantize == nullptr) {
-        a.x = reinterpret_cast<const std::byte*>(x);
-        a.x_row_bytes = static_cast<size_t>(n_cols) * sizeof(float);
-    } else {
-        a.x_row_bytes = row_size(activation_type(weight), n_cols);
-        std::byte* xq = ctx.scratch(a.x_row_bytes * static_cast<size_t>(n_tokens));  // [n_tokens, x_row_bytes]
-        for (int64_t t = 0; t < n_tokens; ++t) k.quantize(x + t * n_cols, xq + t * a.x_row_bytes, n_cols);
-        a.x = xq;
-    }
+    detail::gemm_fn gemm = nullptr;
+    detail::quantize_fn quantize = nullptr;  // nullptr: the kernel reads x as f32
+    int64_t unit = rows_per_unit;            // rows a thread takes at a time
+    int64_t n_units = 0;
+    int64_t n_rows = 0;
+};
 
-    detail::gemm_fn gemm = k.gemm;
-    int64_t unit = rows_per_unit;
-    if (panels != nullptr && reads_packed(weight, ctx.isa(), n_tokens)) {
+prepared_matmul prepare_matmul(const kernel_context& ctx, const matmul_operand& op, int64_t n_cols, int64_t n_tokens) {
+    TACHYON_ASSERT(has_kernels(op.weight), "matmul: no kernels for this weight type");
+    TACHYON_ASSERT(op.n_rows >= 0 && n_cols >= 0 && n_tokens >= 0, "matmul: negative shape");
+    TACHYON_ASSERT(n_cols % traits_of(op.weight).block_size == 0, "matmul: row length not a multiple of the block size");
+    const auto& k = kernels_of(ctx.isa(), op.weight);
+    prepared_matmul p;
+    p.n_rows = op.n_rows;
+    p.quantize = k.quantize;
+    p.a.w = static_cast<const std::byte*>(op.w);
+    p.a.w_row_bytes = row_size(op.weight, n_cols);
+    p.a.n_cols = n_cols;
+    p.a.n_tokens = n_tokens;
+    p.a.y = op.y;
+    p.a.ldy = op.n_rows;
+    p.a.x_row_bytes = k.quantize == nullptr ? static_cast<size_t>(n_cols) * sizeof(float) : row_size(activation_type(op.weight), n_cols);
+    p.gemm = k.gemm;
+    if (op.panels != nullptr && reads_packed(op.weight, ctx.isa(), n_tokens)) {
         // groups of 16 rows, as rows_per_unit
-        a.panels = panels;
-        gemm = on_amx_int8_packed(weight, ctx.isa(), n_tokens) ? detail::packed_gemm_amx_int8(weight)
-                                                                : detail::packed_gemm(weight, ctx.isa() >= kernel_isa::avx512);
-    } else if (panels != nullptr && (on_amx_tiles(weight, ctx.isa(), n_tokens) || on_avx2_tiles(weight, ctx.isa(), n_tokens) ||
-                                     on_rows16_tiles(weight, ctx.isa(), n_tokens))) {
-        a.panels = panels;  // the AMX-BF16 tiles dequantize the panels, the AVX2 tiles lay their rows out from them
-    } else if (panels != nullptr && is_float(weight) && ctx.isa() >= kernel_isa::avx2) {
+        p.a.panels = op.panels;
+        p.gemm = on_amx_int8_packed(op.weight, ctx.isa(), n_tokens) ? detail::packed_gemm_amx_int8(op.weight)
+                                                                    : detail::packed_gemm(op.weight, ctx.isa() >= kernel_isa::avx512);
+    } else if (op.panels != nullptr && (on_amx_tiles(op.weight, ctx.isa(), n_tokens) || on_avx2_tiles(op.weight, ctx.isa(), n_tokens) ||
+                                        on_rows16_tiles(op.weight, ctx.isa(), n_tokens))) {
+        p.a.panels = op.panels;  // the AMX-BF16 tiles dequantize the panels, the AVX2 tiles lay their rows out from them
+    } else if (op.panels != nullptr && is_float(op.weight) && ctx.isa() >= kernel_isa::avx2) {
         // With panels, threads take whole groups of 32 rows: a row's sum then
         // comes from the same kernel however many threads run.
-        a.panels = panels;
-        unit = panel_rows;
+        p.a.panels = op.panels;
+        p.unit = panel_rows;
     }
-    const int64_t n_units = (n_rows + unit - 1) / unit;
-    const int64_t grain = matmul_threads(ctx, weight, n_rows, n_cols, n_tokens) > 1 ? 1 : n_units;
-    ctx.parallel_for(n_units, grain, [&](int64_t u0, int64_t u1) {
-        gemm(a, u0 * unit, std::min(n_rows, u1 * unit));
+    p.n_units = (op.n_rows + p.unit - 1) / p.unit;
+    return p;
+}
+
+}  // namespace
+
+void matmul_same_input(kernel_context& ctx, std::span<const matmul_operand> ops, int64_t n_cols, const float* x,
+                       int64_t n_tokens) {
+    TACHYON_ASSERT(ops.size() <= max_same_input_matrices, "matmul_same_input: too many operands");
+    if (n_tokens == 0) return;
+    std::array<prepared_matmul, max_same_input_matrices> prepared;
+    const size_t n_ops = ops.size();
+    int64_t total_rows = 0, total_units = 0;
+    double work = 0;
+    size_t x_bytes = 0;
+    for (size_t i = 0; i < n_ops; ++i) {
+        prepared_matmul& p = prepared[i];
+        p = prepare_matmul(ctx, ops[i], n_cols, n_tokens);
+        total_rows += p.n_rows;
+        total_units += p.n_units;
+        work += static_cast<double>(p.a.w_row_bytes) * static_cast<double>(p.n_rows) * static_cast<double>(n_tokens);
+        // operands whose kernels quantize alike share the converted activations
+        bool shared = false;
+        for (size_t j = 0; j < i && !shared; ++j) shared = prepared[j].quantize == p.quantize;
+        if (p.quantize != nullptr && !shared) x_bytes += p.a.x_row_bytes * static_cast<size_t>(n_tokens);
+    }
+    if (total_rows == 0) return;
+    std::byte* scratch = x_bytes > 0 ? ctx.scratch(x_bytes) : nullptr;  // [form][n_tokens, x_row_bytes]
+    for (size_t i = 0; i < n_ops; ++i) {
+        prepared_matmul& p = prepared[i];
+        if (p.quantize == nullptr) {
+            p.a.x = reinterpret_cast<const std::byte*>(x);
+            continue;
+        }
+        size_t j = 0;
+        while (prepared[j].quantize != p.quantize) ++j;
+        if (j < i) {
+            p.a.x = prepared[j].a.x;
+            continue;
+        }
+        for (int64_t t = 0; t < n_tokens; ++t) p.quantize(x + t * n_cols, scratch + t * p.a.x_row_bytes, n_cols);
+        p.a.x = scratch;
+        scratch += p.a.x_row_bytes * static_cast<size_t>(n_tokens);
+    }
+    const int64_t grain = split_threads(ctx, total_rows, work) > 1 ? 1 : total_units;
+    ctx.parallel_for(total_units, grain, [&](int64_t u0, int64_t u1) {
+        // the range runs over the operands' units one after the other
+        int64_t first = 0;
+        for (size_t i = 0; i < n_ops && first < u1; ++i) {
+            const prepared_matmul& p = prepared[i];
+            const int64_t b = std::max(u0, first), e = std::min(u1, first + p.n_units);
+            if (b < e) p.gemm(p.a, (b - first) * p.unit, std::min(p.n_rows, (e - first) * p.unit));
+            first += p.n_units;
+        }
     });
+}
+
+void matmul(kernel_context& ctx, tensor_type weight, const void* w, int64_t n_rows, int64_t n_cols,
+            const float* x, int64_t n_tokens, float* y, const std::byte* panels) {
+    const matmul_operand op{weight, w, n_rows, y, panels};
+    matmul_same_input(ctx, std::span(&op, 1), n_cols, x, n_tokens);
 }
 
 }  // namespace tachyon

@@ -399,6 +399,58 @@ TEST_CASE("a matmul splits over the threads only from min_parallel_matmul_bytes 
     CHECK(matmul_threads(two, tensor_type::f32, 16, 1 << 16, 8) == 1);
 }
 
+TEST_CASE("matmul_same_input gives each matrix bit for bit what matmul gives it, on one and two threads") {
+    // a layer's q, k and v as Q4_K_M files store them (v in q6_K, or a q8_0
+    // fallback: activations converted two ways), 32-element blocks of two
+    // types that convert them alike, and f16 panels of 32 rows; row counts
+    // that leave part of a split unit over
+    struct operand_shape {
+        tensor_type type;
+        int64_t n_rows;
+    };
+    const std::vector<std::vector<operand_shape>> groups = {
+        {{tensor_type::q4_k, 1201}, {tensor_type::q4_k, 301}, {tensor_type::q6_k, 299}},
+        {{tensor_type::q4_k, 1201}, {tensor_type::q8_0, 301}, {tensor_type::q6_k, 299}},
+        {{tensor_type::q4_0, 1201}, {tensor_type::q8_0, 317}, {tensor_type::q4_0, 250}},
+        {{tensor_type::f16, 1216}, {tensor_type::f16, 200}},
+    };
+    for (kernel_isa isa : available_isas()) {
+        CAPTURE(to_string(isa));
+        for (const auto& group : groups) {
+            CAPTURE(to_string(group.front().type));
+            const int64_t n_cols = 512;
+            std::vector<std::vector<std::byte>> weights;
+            std::vector<weight_panels> panels;
+            for (const operand_shape& o : group) {
+                weights.push_back(random_weights(o.type, o.n_rows, n_cols, static_cast<uint32_t>(7 + weights.size())));
+                panels.push_back(pack_panels(o.type, weights.back().data(), o.n_rows, n_cols));
+            }
+            for (int64_t n_tokens : {1, 2, 9, 40}) {
+                CAPTURE(n_tokens);
+                const auto x = random_floats(static_cast<size_t>(n_tokens * n_cols), 11);
+                for (int threads : {1, 2}) {
+                    CAPTURE(threads);
+                    kernel_context ctx(threads, isa);
+                    std::vector<std::vector<float>> alone(group.size()), together(group.size());
+                    std::vector<matmul_operand> ops;
+                    for (size_t i = 0; i < group.size(); ++i) {
+                        alone[i].assign(static_cast<size_t>(n_tokens * group[i].n_rows), 0.0f);
+                        together[i].assign(alone[i].size(), -1.0f);
+                        matmul(ctx, group[i].type, weights[i].data(), group[i].n_rows, n_cols, x.data(), n_tokens, alone[i].data(),
+                               panels[i].data);
+                        ops.push_back({group[i].type, weights[i].data(), group[i].n_rows, together[i].data(), panels[i].data});
+                    }
+                    matmul_same_input(ctx, ops, n_cols, x.data(), n_tokens);
+                    for (size_t i = 0; i < group.size(); ++i) {
+                        CAPTURE(i);
+                        CHECK(together[i] == alone[i]);
+                    }
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("the default thread count is one per hardware thread (each matmul and attention decides whether to split)") {
     CHECK(default_threads() == static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
 }
