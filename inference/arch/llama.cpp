@@ -34,7 +34,6 @@ struct layer_weights {
 class decoder_model final : public model {
 public:
     void forward(kernel_context& ctx, const forward_batch& batch, kv_cache& kv, float* logits) override;
-    size_t largest_matrix_bytes() const override;
     std::vector<std::span<const std::byte>> decode_reads() const override;
 
     status bind(std::unique_ptr<gguf_file> file, const arch_traits& traits, const load_options& options);
@@ -243,13 +242,6 @@ std::vector<weight_ref*> decoder_model::matrices() {
     std::vector<weight_ref*> all;
     for (const weight_ref* w : std::as_const(*this).matrices()) all.push_back(const_cast<weight_ref*>(w));  // this model's own
     return all;
-}
-
-size_t decoder_model::largest_matrix_bytes() const {
-    // the token embeddings are looked up, not multiplied, unless they are the output too
-    size_t largest = output_.bytes();
-    for (const weight_ref* w : matrices()) largest = std::max(largest, w->bytes());
-    return largest;
 }
 
 std::vector<std::span<const std::byte>> decoder_model::decode_reads() const {

@@ -152,11 +152,6 @@ public:
     // The caller commits the positions to `kv` afterwards.
     virtual void forward(kernel_context& ctx, const forward_batch& batch, kv_cache& kv, float* logits) = 0;
 
-    // Bytes of the largest weight matrix that decode multiplies once per
-    // token, as bound (dequantized ones at their f32 size); 0 when unknown.
-    // What a matmul split across threads is sized by.
-    virtual size_t largest_matrix_bytes() const { return 0; }
-
     // The memory the matrices of one decoded token read: each matrix's
     // panels where it is packed, else its bytes in place (the output
     // projection included; the token embeddings, of which a token reads one

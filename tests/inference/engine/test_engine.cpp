@@ -559,21 +559,6 @@ TEST_CASE("the engine loads the model for its context: phi3 takes its long RoPE 
     }
 }
 
-TEST_CASE("a model sizes its thread split by its largest matrix as bound: the file's bytes, f32 when loaded exact") {
-    const std::string shipped = std::string(TACHYON_SOURCE_DIR) + "/examples/incident/model/incident-analyst.gguf";
-    auto as_stored = load_model(shipped);
-    REQUIRE_MESSAGE(as_stored.ok(), (as_stored.ok() ? "" : as_stored.err().message));
-    // the f16 output projection, [n_vocab, n_embd]
-    const auto& hp = (*as_stored)->hparams();
-    const size_t f16_bytes = static_cast<size_t>(hp.n_vocab) * static_cast<size_t>(hp.n_embd) * 2;
-    CHECK((*as_stored)->largest_matrix_bytes() == f16_bytes);
-    load_options exact;
-    exact.exact = true;
-    auto dequantized = load_model(shipped, exact);
-    REQUIRE(dequantized.ok());
-    CHECK((*dequantized)->largest_matrix_bytes() == 2 * f16_bytes);
-}
-
 TEST_CASE("a model names the memory one decoded token's matrices read, and bench decode's bandwidth reads exactly it") {
     const std::string shipped = std::string(TACHYON_SOURCE_DIR) + "/examples/incident/model/incident-analyst.gguf";
     auto m = load_model(shipped);
