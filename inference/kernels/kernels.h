@@ -136,9 +136,10 @@ struct matmul_operand {
 // The most matrices one matmul_same_input takes.
 constexpr size_t max_same_input_matrices = 4;
 
-// matmul of each operand by the same x ([n_tokens, n_cols]), the rows of all
-// of them split over the threads as one range (a layer's q, k and v; its
-// gate and up), so the threads hand out and join once, not once a matrix,
+// matmul of each operand by the same x ([n_tokens, n_cols]), the weights of
+// all of them split over the threads as one range, by their cache lines (a
+// layer's q, k and v; its gate and up), so the threads hand out and join
+// once, not once a matrix,
 // and the split pays from the operands' bytes together. Each y is bit for
 // bit what matmul gives it; the activations are converted once for the
 // operands whose kernels take the same form. A layer's q, k, v and its
@@ -154,7 +155,7 @@ void matmul_same_input(kernel_context& ctx, std::span<const matmul_operand> ops,
 // joining them (a few microseconds while the worker polls) costs more than
 // the second thread saves. Measured with `tachyon bench decode -t 2 -p 0
 // -n 64` (Zen 5, 2 cores), tg64 against 1 MiB, the threshold before, in
-// alternating rounds: the 220M llama shape (q and output projections of
+// alternating rounds: the 220M llama shape (q and o projections of
 // 576 KiB, k and v of 288 KiB in q4_0, which read from memory at one core's
 // rate while they stayed on one thread) Q4_0 388 -> 457 t/s, Q4_K_M 300 ->
 // 384; the 40M shape Q4_0 (1408 x 512 feed-forward, 396 KiB) 2,070 ->
