@@ -730,6 +730,12 @@ void matmul_same_input(kernel_context& ctx, std::span<const matmul_operand> ops,
     if (n_tokens == 0) return;
     std::array<prepared_matmul, max_same_input_matrices> prepared;
     const size_t n_ops = ops.size();
+    // the first operand whose kernels convert the activations as operand i's do
+    const auto first_alike = [&](size_t i) {
+        size_t j = 0;
+        while (prepared[j].quantize != prepared[i].quantize) ++j;
+        return j;
+    };
     int64_t total_rows = 0, total_lines = 0;
     double work = 0;
     size_t x_bytes = 0;
@@ -740,9 +746,7 @@ void matmul_same_input(kernel_context& ctx, std::span<const matmul_operand> ops,
         total_lines += p.n_units * p.unit_lines;
         work += static_cast<double>(p.a.w_row_bytes) * static_cast<double>(p.n_rows) * static_cast<double>(n_tokens);
         // operands whose kernels quantize alike share the converted activations
-        bool shared = false;
-        for (size_t j = 0; j < i && !shared; ++j) shared = prepared[j].quantize == p.quantize;
-        if (p.quantize != nullptr && !shared) x_bytes += p.a.x_row_bytes * static_cast<size_t>(n_tokens);
+        if (p.quantize != nullptr && first_alike(i) == i) x_bytes += p.a.x_row_bytes * static_cast<size_t>(n_tokens);
     }
     if (total_rows == 0) return;
     std::byte* scratch = x_bytes > 0 ? ctx.scratch(x_bytes) : nullptr;  // [form][n_tokens, x_row_bytes]
@@ -752,9 +756,7 @@ void matmul_same_input(kernel_context& ctx, std::span<const matmul_operand> ops,
             p.a.x = reinterpret_cast<const std::byte*>(x);
             continue;
         }
-        size_t j = 0;
-        while (prepared[j].quantize != p.quantize) ++j;
-        if (j < i) {
+        if (const size_t j = first_alike(i); j < i) {
             p.a.x = prepared[j].a.x;
             continue;
         }

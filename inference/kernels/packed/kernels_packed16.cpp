@@ -170,33 +170,48 @@ TACHYON_PROMPT_AVX512 void packed_tail16(const gemm_args& a, const std::byte* gr
 template <class B>
 constexpr int packed16_streams = std::is_same_v<B, block_q8_0> ? 4 : std::is_same_v<B, block_q5_0> ? 1 : 2;
 
-// The first rows of the groups of rows [r0, r1) (r0 a multiple of 16) as
-// one_token_streams takes them: pass(rows) with one group of each of S runs
-// of consecutive groups, then pass(rows) with each group left over alone.
+// N packed groups read in one pass: their first rows, their bytes at
+// a.panels and how many of their 16 rows lie in the range.
+template <int N>
+struct stream_pass {
+    int64_t rows[N];
+    const std::byte* groups[N];
+    int n_rows[N];
+};
+
+// The groups of rows [r0, r1) (r0 a multiple of 16) as the one-token
+// passes take them: pass(stream_pass<S>) with one group of each of S runs
+// of consecutive groups, then pass(stream_pass<1>) with each group left
+// over alone.
 template <int S, class Pass>
-void for_streams(int64_t r0, int64_t r1, const Pass& pass) {
-    const int64_t run = (r1 - r0 + 15) / 16 / S;
-    for (int64_t i = 0; i < run; ++i) {
+void for_streams(const gemm_args& a, int64_t r0, int64_t r1, size_t group_bytes, const Pass& pass) {
+    const auto run = [&]<int N>(const int64_t (&rs)[N]) {
+        stream_pass<N> p;
+        for (int k = 0; k < N; ++k) {
+            p.rows[k] = rs[k];
+            p.groups[k] = a.panels + static_cast<size_t>(rs[k] / 16) * group_bytes;
+            p.n_rows[k] = static_cast<int>(std::min<int64_t>(16, r1 - rs[k]));
+        }
+        pass(p);
+    };
+    const int64_t per_run = (r1 - r0 + 15) / 16 / S;
+    for (int64_t i = 0; i < per_run; ++i) {
         int64_t rs[S];
-        for (int k = 0; k < S; ++k) rs[k] = r0 + 16 * (k * run + i);
-        pass(rs);
+        for (int k = 0; k < S; ++k) rs[k] = r0 + 16 * (k * per_run + i);
+        run(rs);
     }
-    for (int64_t r = r0 + 16 * S * run; r < r1; r += 16) {
+    for (int64_t r = r0 + 16 * S * per_run; r < r1; r += 16) {
         const int64_t rs[1] = {r};
-        pass(rs);
+        run(rs);
     }
 }
 
 template <class B, int S>
 void one_token_streams(const gemm_args& a, int64_t r0, int64_t r1, int64_t nb, const act_sums& s, size_t group_bytes) {
-    for_streams<S>(r0, r1, [&]<int N>(const int64_t (&rs)[N]) {
-        const std::byte* groups[N];
+    for_streams<S>(a, r0, r1, group_bytes, [&]<int N>(const stream_pass<N>& p) {
         __mmask16 keeps[N];
-        for (int k = 0; k < N; ++k) {
-            groups[k] = a.panels + static_cast<size_t>(rs[k] / 16) * group_bytes;
-            keeps[k] = static_cast<__mmask16>((1u << std::min<int64_t>(16, r1 - rs[k])) - 1);
-        }
-        packed_tokens16<B, 1, N>(a, groups, nb, s, rs, 0, keeps, true);
+        for (int k = 0; k < N; ++k) keeps[k] = static_cast<__mmask16>((1u << p.n_rows[k]) - 1);
+        packed_tokens16<B, 1, N>(a, p.groups, nb, s, p.rows, 0, keeps, true);
     });
 }
 
@@ -375,14 +390,8 @@ constexpr int packed8x2_streams = std::is_same_v<B, block_q4_0> || std::is_same_
 
 template <class B, int S>
 void one_token_streams8x2(const gemm_args& a, int64_t r0, int64_t r1, int64_t nb, const act_sums& s, size_t group_bytes) {
-    for_streams<S>(r0, r1, [&]<int N>(const int64_t (&rs)[N]) {
-        const std::byte* groups[N];
-        int ns[N];
-        for (int k = 0; k < N; ++k) {
-            groups[k] = a.panels + static_cast<size_t>(rs[k] / 16) * group_bytes;
-            ns[k] = static_cast<int>(std::min<int64_t>(16, r1 - rs[k]));
-        }
-        packed_tokens8x2<B, 1, N>(a, groups, nb, s, rs, 0, ns, true);
+    for_streams<S>(a, r0, r1, group_bytes, [&]<int N>(const stream_pass<N>& p) {
+        packed_tokens8x2<B, 1, N>(a, p.groups, nb, s, p.rows, 0, p.n_rows, true);
     });
 }
 
